@@ -1,0 +1,84 @@
+"""The `traceprobe` command: a thin click group.
+
+Each subcommand lives in its own module under ``traceprobe.cli`` and is imported
+only when used, so ``traceprobe analyze`` never pays for torch or matplotlib.
+Library errors (:class:`traceprobe.errors.TraceprobeError`) become a one-line
+message on stderr and the error's exit code here, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from traceprobe.errors import TraceprobeError
+
+# name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "analyze": ("traceprobe.cli.analyze", "analyze", "Measure overlap in profiler traces."),
+    "record": ("traceprobe.cli.record", "record", "Run the experiments under torch.profiler."),
+    "verify": ("traceprobe.cli.verify", "verify", "Verdicts on the recorded experiments' claims."),
+    "compare": ("traceprobe.cli.compare", "compare", "Two traces side by side."),
+    "check": ("traceprobe.cli.check", "check", "Fail when a trace misses expectations (CI)."),
+    "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except TraceprobeError as e:
+            click.echo(f"traceprobe: error: {e}", err=True)
+            ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("traceprobe: interrupted", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="traceprobe")
+def cli() -> None:
+    """traceprobe: did your PyTorch work actually run in parallel?
+
+    Record the D2L §12.3 experiments under torch.profiler, or analyze any
+    PyTorch Profiler (Kineto) Chrome trace, and get overlap figures with
+    definitions: device vs device, copy vs compute, stream vs stream, host vs GPU.
+    """
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code instead of raising SystemExit."""
+    try:
+        cli.main(args=argv, prog_name="traceprobe", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("traceprobe: aborted", err=True)
+        return 130
+    except click.exceptions.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.exceptions.Exit as e:
+        return int(e.exit_code or 0)
+    except SystemExit as e:  # ctx.exit inside invoke
+        return int(e.code or 0)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""The timeline model: what one trace file holds, as pandas frames.
+
+A :class:`Timeline` is a plain value object built by :mod:`traceprobe.load`
+from one Chrome-trace file. Everything downstream (metrics, reports) reads it
+and never the JSON. All times are **int64 nanoseconds** on the trace's own
+clock (the file's ``ts`` converted exactly, fractions of a microsecond kept).
+
+``gpu`` — one row per GPU activity (kernels, memory copies, memsets)
+    kind          str   "kernel" | "memcpy" | "memset"
+    name          str   kernel or copy name as in the trace
+    device        int64 GPU index (args.device, else pid); -1 if unknown
+    stream        int64 stream id (args.stream, else the number in tid "stream 7")
+    start, end    int64 ns, end >= start
+    correlation   int64 links to the runtime call that launched it; -1 if none
+    external_id   int64 links to the CPU op; -1 if none
+    bytes         int64 bytes moved/set; -1 if unknown
+    copy_kind     str   "HtoD" | "DtoH" | "DtoD" | "PtoP" | "HtoH" | "" (non-copies)
+    src_kind      str   "Pageable" | "Pinned" | "Device" | "" (memory kinds of a copy)
+    dst_kind      str   same, for the destination
+    peer          int64 the other device of a PtoP copy; -1 otherwise
+    comm          bool  a communication kernel (NCCL/RCCL collectives and p2p)
+
+``cpu`` — one row per host-side duration event
+    kind          str   "cpu_op" | "cuda_runtime" | "cuda_driver" | "cuda_sync" |
+                        "user_annotation" | "python_function" | other category names
+    name          str
+    pid, tid      int64 process and thread (tid strings are hashed to stable ints)
+    start, end    int64 ns
+    correlation   int64 -1 if none
+    external_id   int64 -1 if none
+
+``steps`` — one row per ``ProfilerStep#N`` window (host side), sorted by start
+    step          int64 N
+    start, end    int64 ns
+
+``meta`` — :class:`TraceMeta`.
+
+Devices that appear only in ``deviceProperties`` (no events) are listed in
+``meta.device_properties`` but get no rows; reports still show them with zero
+busy time when asked for with ``--device``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+GPU_COLUMNS: dict[str, str] = {
+    "kind": "object",
+    "name": "object",
+    "device": "int64",
+    "stream": "int64",
+    "start": "int64",
+    "end": "int64",
+    "correlation": "int64",
+    "external_id": "int64",
+    "bytes": "int64",
+    "copy_kind": "object",
+    "src_kind": "object",
+    "dst_kind": "object",
+    "peer": "int64",
+    "comm": "bool",
+}
+
+CPU_COLUMNS: dict[str, str] = {
+    "kind": "object",
+    "name": "object",
+    "pid": "int64",
+    "tid": "int64",
+    "start": "int64",
+    "end": "int64",
+    "correlation": "int64",
+    "external_id": "int64",
+}
+
+STEP_COLUMNS: dict[str, str] = {"step": "int64", "start": "int64", "end": "int64"}
+
+GPU_KINDS = ("kernel", "memcpy", "memset")
+COPY_KINDS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
+
+
+def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()})
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    """Everything about a trace that is not an event."""
+
+    source: str
+    format: str = "kineto"  # "kineto" | "kineto-2021" | "rocm" | "cpu-only"
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    device_properties: tuple[dict[str, Any], ...] = ()
+    base_time_ns: int | None = None
+    schema_version: int | None = None
+    trace_name: str | None = None
+    event_count: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def device_name(self, device: int) -> str | None:
+        for p in self.device_properties:
+            if p.get("id") == device:
+                name = p.get("name")
+                return str(name) if name is not None else None
+        return None
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One trace file's activities as frames; see the module docstring for columns."""
+
+    gpu: pd.DataFrame
+    cpu: pd.DataFrame
+    steps: pd.DataFrame
+    meta: TraceMeta
+
+    @property
+    def source(self) -> str:
+        return self.meta.source
+
+    @property
+    def devices(self) -> list[int]:
+        """GPU devices with at least one activity, ascending."""
+        if self.gpu.empty:
+            return []
+        return sorted(int(d) for d in self.gpu["device"].unique())
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        return self.gpu[self.gpu["kind"] == "kernel"]
+
+    @property
+    def copies(self) -> pd.DataFrame:
+        return self.gpu[self.gpu["kind"] == "memcpy"]
+
+    @property
+    def memsets(self) -> pd.DataFrame:
+        return self.gpu[self.gpu["kind"] == "memset"]
+
+    @property
+    def span(self) -> tuple[int, int] | None:
+        """[first start, last end) over GPU activities and CPU events, or None if empty."""
+        lo, hi = [], []
+        for df in (self.gpu, self.cpu):
+            if not df.empty:
+                lo.append(int(df["start"].min()))
+                hi.append(int(df["end"].max()))
+        if not lo:
+            return None
+        return min(lo), max(hi)
+
+    @property
+    def gpu_span(self) -> tuple[int, int] | None:
+        """[first GPU start, last GPU end), or None without GPU activity."""
+        if self.gpu.empty:
+            return None
+        return int(self.gpu["start"].min()), int(self.gpu["end"].max())
+
+    def window(self, lo: int, hi: int) -> Timeline:
+        """The part of the timeline inside ``[lo, hi)``.
+
+        Events that straddle a boundary are kept and clipped to it, so time is
+        never counted in two disjoint windows. Zero-length events exactly at
+        ``lo`` are kept; events entirely outside are dropped.
+        """
+        return replace(
+            self,
+            gpu=_clip_frame(self.gpu, lo, hi),
+            cpu=_clip_frame(self.cpu, lo, hi),
+            steps=_clip_frame(self.steps, lo, hi),
+        )
+
+    def only_devices(self, devices: list[int]) -> Timeline:
+        keep = self.gpu["device"].isin(devices)
+        return replace(self, gpu=self.gpu[keep])
+
+    def check(self) -> None:
+        """Assert the model's invariants; raises AssertionError with what broke."""
+        for name, df, cols in (
+            ("gpu", self.gpu, GPU_COLUMNS),
+            ("cpu", self.cpu, CPU_COLUMNS),
+            ("steps", self.steps, STEP_COLUMNS),
+        ):
+            missing = [c for c in cols if c not in df.columns]
+            assert not missing, f"{name} frame lacks columns {missing}"
+            for c, t in cols.items():
+                if t in ("int64", "bool"):
+                    assert str(df[c].dtype) == t, f"{name}.{c} is {df[c].dtype}, want {t}"
+            if not df.empty:
+                bad = int((df["end"] < df["start"]).sum())
+                assert bad == 0, f"{name}: {bad} rows end before they start"
+        if not self.gpu.empty:
+            kinds = set(self.gpu["kind"].unique())
+            assert kinds <= set(GPU_KINDS), f"gpu kinds {kinds - set(GPU_KINDS)}"
+            ck = set(self.gpu["copy_kind"].unique()) - {""}
+            assert ck <= set(COPY_KINDS), f"copy kinds {ck - set(COPY_KINDS)}"
+        if len(self.steps) > 1:
+            s = self.steps.sort_values("start")
+            assert (s["start"].to_numpy()[1:] >= s["end"].to_numpy()[:-1]).all(), "steps overlap"
+
+
+def _clip_frame(df: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    if df.empty:
+        return df
+    s = df["start"].to_numpy()
+    e = df["end"].to_numpy()
+    keep = ((s < hi) & (e > lo)) | ((s == e) & (s >= lo) & (s < hi))
+    out = df[keep].copy()
+    out["start"] = np.clip(out["start"].to_numpy(), lo, hi)
+    out["end"] = np.clip(out["end"].to_numpy(), lo, hi)
+    return out
