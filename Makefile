@@ -1,0 +1,30 @@
+# The two commands of the README:
+#   make demo   record the experiments on whatever devices exist, then verify and analyze them
+#   make test   run the test suite
+# Both set everything up first (scripts/bootstrap.sh: ./.venv, packages, chromium).
+VENV := .venv
+BIN := $(VENV)/bin
+OUT ?= traceprobe-out
+
+.PHONY: setup demo test lint bench clean
+
+setup:
+	@bash scripts/bootstrap.sh
+
+demo: setup
+	$(BIN)/traceprobe record --out $(OUT) --force
+	$(BIN)/traceprobe verify $(OUT)
+	$(BIN)/traceprobe analyze $(OUT)/two-devices/parallel
+
+test: setup
+	@$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+lint: setup
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python scripts/bench.py bench/transformer-h200.pt.trace.json.gz --write-docs docs/BENCHMARKS.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Set up everything traceprobe needs, from nothing, into ./.venv (idempotent).
+#   - Python packages: traceprobe (editable) with all extras, and torch (CPU build).
+#   - Debian's chromium for the HTML-report browser test (only when run as root with apt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=.venv
+stamp=$VENV/.bootstrap-stamp
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PY" -m venv "$VENV"
+fi
+if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt "$stamp" ]; then
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    # torch 2.13.0 is the CPU build available offline on these machines; a GPU machine may
+    # already have torch: pip keeps an installed torch that satisfies traceprobe[record].
+    if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+        "$VENV/bin/python" -m pip install -q "torch==2.13.0" || "$VENV/bin/python" -m pip install -q torch
+    fi
+    "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,test,dev]"
+    touch "$stamp"
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+            || echo "bootstrap: could not install chromium; the browser test will skip" >&2
+    else
+        echo "bootstrap: chromium not found; install Debian's 'chromium' for the browser test" >&2
+    fi
+fi
