@@ -66,7 +66,7 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising SystemExit."""
     try:
-        cli.main(args=argv, prog_name="traceprobe", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="traceprobe", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("traceprobe: aborted", err=True)
         return 130
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.exit_code or 0)
     except SystemExit as e:  # ctx.exit inside invoke
         return int(e.code or 0)
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

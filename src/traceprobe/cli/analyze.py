@@ -1,0 +1,120 @@
+"""`traceprobe analyze`: load traces, analyze them, render the report, write it.
+
+Thin: it resolves paths and options and calls the library (loader → report →
+render → output); every figure comes from :mod:`traceprobe.report`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+
+from traceprobe import output
+from traceprobe.render import formats
+
+_SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown"}
+
+
+class StepParam(click.ParamType):
+    """``--step``: a ProfilerStep number, or ``all``."""
+
+    name = "N|all"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int) or value == "all":
+            return value
+        text = str(value).strip().lower()
+        if text == "all":
+            return "all"
+        try:
+            n = int(text)
+        except ValueError:
+            self.fail(f"{value!r} is neither a step number nor 'all'", param, ctx)
+        if n < 0:
+            self.fail(f"step numbers are 0 or more, not {n}", param, ctx)
+        return n
+
+
+@click.command("analyze")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("-f", "--format", "fmt", type=click.Choice(formats()), default=None,
+              help="Report format.  [default: from the --output suffix (.json, .md), else text]")
+@click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
+              show_default=True, help="Write the report to FILE ('-': standard output).")
+@click.option("--force", is_flag=True, help="Overwrite an existing --output file or --csv files.")
+@click.option("--step", type=StepParam(), default=None, metavar="N|all",
+              help="Analyse only ProfilerStep N; 'all': the whole trace and each step.")
+@click.option("-d", "--device", "devices", type=click.IntRange(min=0), multiple=True,
+              metavar="D", help="Only GPU D (repeat for several).  [default: every GPU]")
+@click.option("--csv", "csv_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Also write the event frames and per-GPU/per-stream "
+              "figures as CSV files into DIR.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Load N files at once.  [default: one per core]")
+@click.option("--top", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Show N top kernels and CPU ops.  [default: 10; JSON: all the report has]")
+def analyze(
+    paths: tuple[str, ...],
+    fmt: str | None,
+    output_path: str,
+    force: bool,
+    step: int | Literal["all"] | None,
+    devices: tuple[int, ...],
+    csv_dir: Path | None,
+    jobs: int | None,
+    top: int | None,
+) -> None:
+    """Measure overlap in PyTorch Profiler (Kineto) traces.
+
+    PATH is a trace file (.json or .json.gz) or a directory of them. For each
+    trace: how busy each GPU was, how much GPUs, streams, copies and compute
+    overlapped, and what the host did while a GPU sat idle. Several traces get
+    one section each, plus their overlap with each other (one host clock
+    assumed, e.g. one trace per rank).
+
+    \b
+    Example:
+        traceprobe analyze run.pt.trace.json.gz
+        traceprobe analyze traces/ --format json --output report.json
+        traceprobe analyze run.json.gz --step all --device 0 --csv frames/
+
+    \b
+    Exit codes:
+        0  the report was written
+        2  usage error (bad option or argument)
+        3  a trace could not be read or understood (the message names the file)
+        4  the output exists (use --force) or cannot be written
+    """
+    from traceprobe import loader
+    from traceprobe import report as rp
+    from traceprobe.render import as_dict, render
+    from traceprobe.render.csv import FILES, write_csv
+
+    fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
+    output.check_target(output_path, force=force)  # refuse before loading anything
+    if csv_dir is not None:
+        output.check_directory(csv_dir, list(FILES), force=force)
+
+    files = [f for p in paths for f in loader.find_traces(p)]
+    progress = len({f.resolve() for f in files}) > 1 and sys.stderr.isatty()
+    timelines = loader.load_many(files, jobs=jobs, progress=progress)
+    only = list(devices) or None
+    if len(timelines) == 1:
+        data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
+        per_trace = [data]
+    else:
+        data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
+        per_trace = list(data["traces"])
+
+    color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
+    output.write_text(output_path, render(data, fmt, top=top, color=color), force=force)
+    if csv_dir is not None:
+        write_csv(timelines, csv_dir, reports=per_trace, force=force)
+
+
+def _color_terminal() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"

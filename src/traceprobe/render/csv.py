@@ -1,0 +1,89 @@
+"""The timeline frames and the per-device/per-stream figures as CSV files in a directory.
+
+    write_csv(timelines, "out/", reports=[r.to_dict() for r in reports], force=False)
+
+writes, for one trace or several (a ``trace`` column, first, tells them apart):
+
+``gpu.csv``      one row per kernel, copy, memset (timeline ``gpu`` frame)
+``cpu.csv``      one row per host event (timeline ``cpu`` frame)
+``steps.csv``    one row per ProfilerStep window
+``devices.csv``  the report's ``devices`` rows
+``streams.csv``  the report's ``streams`` rows
+
+Frame times stay exact integer nanoseconds (``start_ns``, ``end_ns``, ``dur_ns``);
+report figures keep the report's units (µs, fractions). The ``step`` column of the
+summaries is empty for the analysed window and the step number for each row of
+``--step all``. Undefined figures are empty cells, never ``NaN``. All files are
+written or none (see :func:`traceprobe.output.atomic_directory`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from traceprobe.output import atomic_directory
+from traceprobe.timeline import Timeline
+
+FILES = ("gpu.csv", "cpu.csv", "steps.csv", "devices.csv", "streams.csv")
+
+
+def write_csv(
+    timelines: Timeline | Sequence[Timeline],
+    directory: str | os.PathLike[str],
+    *,
+    reports: Sequence[Mapping[str, Any]] | None = None,
+    force: bool = False,
+) -> list[Path]:
+    """Write the CSV files for ``timelines`` into ``directory``; returns their paths.
+
+    ``reports`` are the report dicts of the same timelines, in order; without them
+    each timeline is analysed here (whole trace, all devices).
+    """
+    tls = [timelines] if isinstance(timelines, Timeline) else list(timelines)
+    if reports is None:
+        from traceprobe.report import analyze
+
+        reports = [analyze(tl).to_dict() for tl in tls]
+    if len(reports) != len(tls):
+        raise ValueError(f"{len(tls)} timelines but {len(reports)} reports")
+    frames = {
+        "gpu.csv": pd.concat([_frame(tl.gpu, tl.source) for tl in tls], ignore_index=True),
+        "cpu.csv": pd.concat([_frame(tl.cpu, tl.source) for tl in tls], ignore_index=True),
+        "steps.csv": pd.concat([_frame(tl.steps, tl.source) for tl in tls], ignore_index=True),
+        "devices.csv": _summary(reports, "devices"),
+        "streams.csv": _summary(reports, "streams"),
+    }
+    with atomic_directory(directory, list(FILES), force=force) as scratch:
+        for name in FILES:
+            frames[name].to_csv(scratch / name, index=False, na_rep="")
+    return [Path(directory) / name for name in FILES]
+
+
+def _frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    out = df.rename(columns={"start": "start_ns", "end": "end_ns"}).reset_index(drop=True)
+    out.insert(list(out.columns).index("end_ns") + 1, "dur_ns", out["end_ns"] - out["start_ns"])
+    out.insert(0, "trace", pd.Series([source] * len(out), dtype="object"))
+    return out
+
+
+def _summary(reports: Sequence[Mapping[str, Any]], key: str) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for r in reports:
+        steps = [((s.get("window") or {}).get("step"), s) for s in r.get("steps") or []]
+        for step, w in [(None, r), *steps]:
+            for row in w.get(key) or []:
+                rows.append(
+                    {"trace": r.get("trace"), "step": step, "span_us": w.get("span_us"), **row}
+                )
+    columns = ["trace", "step", "span_us"]
+    for row in rows:  # union of the keys, in the order first seen (schema order)
+        columns += [k for k in row if k not in columns]
+    df = pd.DataFrame(rows, columns=columns)
+    if not df.empty:
+        df["step"] = df["step"].astype("Int64")
+    return df

@@ -1,0 +1,167 @@
+"""The report as one self-contained HTML page, with a zoomable timeline picture per trace.
+
+    html = render_html([report.to_dict()], [timeline])      # several traces: one section each
+    html = render(report_dict)                             # the format-registry signature, no picture
+
+The page holds everything inline (``assets/report.css``, ``assets/timeline.js`` and the
+lane data as JSON), fetches nothing and works offline. The tables are the text
+report's (:func:`traceprobe.render.tables.trace_document`); the picture is drawn by
+``timeline.js`` from :meth:`traceprobe.render.lanes.Lanes.to_payload`. Every string
+that comes from a trace (kernel and op names, paths) is HTML-escaped, and the JSON
+is escaped so that no ``</script>`` inside a name can end its script element.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from traceprobe.render import as_dict
+from traceprobe.render import tables as tb
+from traceprobe.render.lanes import COLORS, LEGEND, lanes_for_report
+from traceprobe.timeline import Timeline
+
+TOP = 10
+
+
+def render_html(
+    reports: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    timelines: Sequence[Timeline | None] | None = None,
+    *,
+    top: int = TOP,
+    title: str = "traceprobe report",
+) -> str:
+    """One page for the traces of ``reports`` (report dicts, a several-traces dict, or objects
+    with ``to_dict``); ``timelines[i]`` (same order) gives trace i its picture, None skips it."""
+    multi: Mapping[str, Any] | None = None
+    if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
+        one = as_dict(reports)
+        if tb.is_multi(one):
+            multi = one
+            items = [as_dict(t) for t in one.get("traces") or []]
+        else:
+            items = [one]
+    else:
+        items = [as_dict(r) for r in reports]
+    tls = list(timelines or [])
+    if len(tls) > len(items):
+        raise ValueError(f"{len(tls)} timelines for {len(items)} reports")
+    tls += [None] * (len(items) - len(tls))
+
+    body = [f"<h1>{_e(title)}</h1>"]
+    if len(items) > 1:
+        body.append(f'<p class="tp-sub">{len(items)} traces</p><ol start="0">')
+        body += [
+            f'<li><a href="#trace-{i}"><code>{_e(str(r.get("trace", "?")))}</code></a></li>'
+            for i, r in enumerate(items)
+        ]
+        body.append("</ol>")
+    body.append('<div id="errors" role="alert"></div>')
+    for i, (r, tl) in enumerate(zip(items, tls, strict=True)):
+        body.append(_section(i, r, tl, top=top, label=f"[{i}]" if len(items) > 1 else ""))
+    if multi is not None:
+        cross = tb.cross_trace_table(multi)
+        if cross is not None:
+            body.append(_table(cross))
+    return _page(title, "\n".join(body))
+
+
+def render(report: Any, *, top: int | None = None, color: bool = False) -> str:
+    """The renderer signature of :mod:`traceprobe.render`: tables and headlines, no picture."""
+    del color
+    return render_html(as_dict(report), None, top=TOP if top is None else top)
+
+
+# ----------------------------------------------------------------------------- parts
+
+
+def _section(i: int, r: Mapping[str, Any], tl: Timeline | None, *, top: int, label: str) -> str:
+    doc = tb.trace_document(r, top=top, label=label)
+    out = [f'<section class="tp-trace" id="trace-{i}">']
+    out.append(f"<h2>{_e(doc.label + ' ') if doc.label else ''}<code>{_e(doc.trace)}</code></h2>")
+    out.append('<p class="tp-facts">' + "".join(f"<span>{_e(f)}</span>" for f in doc.facts) + "</p>")
+    if doc.headlines:
+        out.append('<ul class="tp-headlines">')
+        out += [f"<li>{_e(h)}</li>" for h in doc.headlines]
+        out.append("</ul>")
+    if tl is not None:
+        out.append(_timeline(i, r, tl))
+    out += [_table(t) for t in doc.tables]
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _timeline(i: int, r: Mapping[str, Any], tl: Timeline) -> str:
+    lanes = lanes_for_report(r, tl)
+    payload = json.dumps(lanes.to_payload(), separators=(",", ":"), ensure_ascii=False)
+    legend = "".join(
+        f'<span><i class="tp-dash"></i>{_e(LEGEND[k])}</span>'
+        if k == "step"
+        else f'<span><i style="background:var(--tp-{k})"></i>{_e(LEGEND[k])}</span>'
+        for k in lanes.kinds()
+    )
+    return (
+        f'<h3>Timeline</h3>\n<div class="tp-timeline" id="timeline-{i}" data-payload="tp-data-{i}">'
+        '<div class="tp-toolbar">'
+        '<button type="button" class="tp-zoom-in" title="Zoom in">+</button>'
+        '<button type="button" class="tp-zoom-out" title="Zoom out">−</button>'
+        '<button type="button" class="tp-reset" title="Show the whole window">Reset zoom</button>'
+        '<span class="tp-view"></span><span class="tp-readout"></span></div>'
+        f'<canvas role="img" aria-label="Timeline: {len(lanes.lanes)} lanes"></canvas>'
+        f'<div class="tp-legend">{legend}</div>'
+        '<p class="tp-hint">Wheel to zoom at the pointer, drag to pan, double-click to reset. '
+        "Times are from the start of the analysed window.</p></div>\n"
+        f'<script type="application/json" id="tp-data-{i}">{_script_safe(payload)}</script>'
+    )
+
+
+def _table(t: tb.Table) -> str:
+    out = [f"<h3>{_e(t.title)}</h3>"]
+    if t.headers:
+        out.append('<div class="tp-table-wrap"><table><thead><tr>')
+        out += [f'<th class="{a}">{_e(h)}</th>' for h, a in zip(t.headers, t.align, strict=True)]
+        out.append("</tr></thead><tbody>")
+        for row in t.rows:
+            cells = []
+            for j, (c, a) in enumerate(zip(row, t.align, strict=True)):
+                if j in t.code and c != tb.DASH:
+                    cells.append(f'<td class="tp-name"><code>{_e(c)}</code></td>')
+                else:
+                    cells.append(f'<td class="{a}">{_e(c)}</td>')
+            out.append("<tr>" + "".join(cells) + "</tr>")
+        out.append("</tbody></table></div>")
+    out += [f'<p class="tp-note">{_e(n)}</p>' for n in t.notes]
+    return "\n".join(out)
+
+
+def _page(title: str, body: str) -> str:
+    colors = ":root{" + "".join(f"--tp-{k}:{v};" for k, v in COLORS.items()) + "}"
+    js = _asset("timeline.js")
+    if "</script" in js.lower():  # pragma: no cover - guards the asset, not user data
+        raise AssertionError("timeline.js must not contain '</script'")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="generator" content="traceprobe">\n'
+        f"<title>{_e(title)}</title>\n"
+        f"<style>\n{colors}\n{_asset('report.css')}</style>\n</head>\n<body>\n"
+        f"{body}\n<script>\n{js}</script>\n</body>\n</html>\n"
+    )
+
+
+def _asset(name: str) -> str:
+    return resources.files("traceprobe.render").joinpath("assets", name).read_text("utf-8")
+
+
+def _e(s: str) -> str:
+    return html.escape(s, quote=True)
+
+
+def _script_safe(payload: str) -> str:
+    """JSON text that cannot close its <script>: the three HTML-special characters escaped
+    (they occur only inside JSON strings, where ``\\u003c`` means the same)."""
+    return payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

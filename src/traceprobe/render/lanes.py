@@ -1,0 +1,384 @@
+"""What a timeline picture shows: lanes of activity and the overlap between them.
+
+Pure data, shared by the HTML report's zoomable canvas and the static PNG::
+
+    lanes = build_lanes(timeline)                  # whole trace; or window=(lo, hi) in ns
+    lanes.rows()                                   # the rows to draw, top to bottom
+    lanes.to_payload()                             # compact JSON-able form for timeline.js
+
+One :class:`Lane` per (device, stream) holds the activities of each kind (kernels,
+communication kernels, copies, memsets) as merged :class:`~traceprobe.intervals.Spans`.
+:class:`Band` rows hold the overlap the report measures, computed by the same
+metrics functions: time with two or more GPUs busy, copy time hidden under kernels
+(per GPU) and time with two or more of a GPU's streams busy. Step boundaries come
+from the timeline's ``ProfilerStep`` windows.
+
+Big traces are downsampled: pieces of one row closer than ``merge_ns`` are joined
+(a gap narrower than a pixel is invisible anyway). Without ``width_px`` the finest
+``merge_ns`` (a power-of-two fraction of the window) that keeps all rows under
+``max_pieces`` pieces is chosen, so the payload stays well under 2 MB even for a
+300k-event trace; a trace that fits is drawn exactly (``merge_ns == 0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from traceprobe.intervals import EMPTY, Spans, coverage, intersect, measure_within, spans, union
+from traceprobe.metrics import groups
+from traceprobe.metrics.devices import device_busy, stream_busy
+from traceprobe.timeline import Timeline
+
+# Kinds of a lane; "comm" is a kernel with comm=True. A pixel shows the kind that ran longest in it.
+LANE_KINDS = ("kernel", "comm", "memcpy", "memset")
+BAND_KINDS = ("multi_device", "copy_hidden", "streams_concurrent")
+# One colour and legend entry per kind, used by the HTML report (as CSS variables) and the PNG.
+COLORS = {
+    "kernel": "#4c78a8",
+    "comm": "#b279a2",
+    "memcpy": "#f58518",
+    "memset": "#9d755d",
+    "multi_device": "#7b4fc9",
+    "copy_hidden": "#54a24b",
+    "streams_concurrent": "#e45756",
+    "step": "#444444",
+}
+LEGEND = {
+    "kernel": "kernel",
+    "comm": "communication kernel",
+    "memcpy": "memory copy",
+    "memset": "memset",
+    "multi_device": "≥2 GPUs busy at once",
+    "copy_hidden": "copy hidden under a kernel",
+    "streams_concurrent": "≥2 streams of a GPU busy",
+    "step": "ProfilerStep boundary",
+}
+MAX_PIECES = 100_000  # ~1.5 MB of payload at worst
+FINEST = 1 << 20  # finest merge step tried: window / 2**20
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the picture: sets of pieces by kind (kinds without pieces absent).
+
+    ``density[kind]`` (after downsampling only) holds, per merged piece, the fraction
+    of it that was really busy; a kind without an entry is exact (density 1).
+    """
+
+    pieces: dict[str, Spans]
+    density: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        return sum(len(p) for p in self.pieces.values())
+
+    @property
+    def label(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Lane(Row):
+    """One stream of one device: its activities by kind (LANE_KINDS)."""
+
+    device: int = -1
+    stream: int = -1
+    events: int = 0  # raw activities in the window
+
+    @property
+    def label(self) -> str:
+        return f"GPU {self.device} · stream {self.stream}"
+
+
+@dataclass(frozen=True)
+class Band(Row):
+    """Overlap time: one kind of BAND_KINDS; ``device`` None for ``multi_device``."""
+
+    kind: str = ""
+    device: int | None = None
+    total_ns: int = 0  # exact length before downsampling
+
+    @property
+    def spans(self) -> Spans:
+        return self.pieces.get(self.kind, EMPTY)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "multi_device":
+            return "≥2 GPUs busy"
+        if self.kind == "copy_hidden":
+            return f"GPU {self.device} copy under kernels"
+        return f"GPU {self.device} ≥2 streams busy"
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Everything a timeline picture needs, times in int ns on the trace clock."""
+
+    lo: int
+    hi: int
+    lanes: tuple[Lane, ...]
+    bands: tuple[Band, ...]
+    steps: tuple[tuple[int, int, int], ...]  # (step number, start, end), clipped to the window
+    devices: tuple[tuple[int, str | None], ...]  # (device, name)
+    merge_ns: int = 0  # pieces closer than this were joined; 0 = exact
+
+    def kinds(self) -> list[str]:
+        """The legend entries this picture needs, in LEGEND order."""
+        present = {k for x in self.lanes for k in x.pieces} | {b.kind for b in self.bands}
+        if self.steps:
+            present.add("step")
+        return [k for k in LEGEND if k in present]
+
+    @property
+    def size(self) -> int:
+        """Number of pieces over all rows."""
+        return sum(r.size for r in self.rows())
+
+    def rows(self) -> Iterator[Lane | Band]:
+        """Rows top to bottom: the all-GPU band, then per device its bands and its lanes."""
+        for b in self.bands:
+            if b.device is None:
+                yield b
+        for d, _ in self.devices:
+            for b in self.bands:
+                if b.device == d:
+                    yield b
+            for lane in self.lanes:
+                if lane.device == d:
+                    yield lane
+
+    def merged(self, merge_ns: int) -> Lanes:
+        """These (exact) rows with pieces closer than ``merge_ns`` joined, and each merged
+        piece's busy fraction kept in ``density``."""
+        if merge_ns <= 0:
+            return self
+        if self.merge_ns:
+            raise ValueError("merge the exact lanes, not merged ones")
+
+        def merge(row: Row) -> Row:
+            pieces, density = {}, {}
+            for k, p in row.pieces.items():
+                m = merge_close(p, merge_ns)
+                pieces[k] = m
+                if len(m) < len(p):
+                    density[k] = measure_within(p, m.starts, m.ends) / (m.ends - m.starts)
+            return replace(row, pieces=pieces, density=density)
+
+        return replace(
+            self,
+            lanes=tuple(merge(x) for x in self.lanes),  # type: ignore[misc]
+            bands=tuple(merge(b) for b in self.bands),  # type: ignore[misc]
+            merge_ns=merge_ns,
+        )
+
+    def to_payload(self) -> dict[str, Any]:
+        """JSON-able form read by ``assets/timeline.js``.
+
+        Times are int ns relative to ``lo``. A set of pieces is one flat list
+        ``[gap0, len0, gap1, len1, ...]``: ``gap0`` from the window start, each later
+        gap from the previous piece's end (delta coding keeps the numbers short).
+        ``density[kind]``, where present, is each merged piece's busy fraction in ‰.
+        """
+        rows: list[dict[str, Any]] = []
+        for r in self.rows():
+            row: dict[str, Any] = {
+                "kinds": {k: _encode(p, self.lo) for k, p in r.pieces.items()},
+                "density": {k: np.rint(d * 1000).astype(np.int64).tolist()
+                            for k, d in r.density.items()},
+                "label": r.label,
+            }
+            if isinstance(r, Lane):
+                row.update(type="lane", device=r.device, stream=r.stream, events=r.events)
+            else:
+                row.update(type="band", kind=r.kind, device=r.device, total_ns=r.total_ns)
+            rows.append(row)
+        return {
+            "span_ns": self.hi - self.lo,
+            "merge_ns": self.merge_ns,
+            "devices": [{"device": d, "name": n} for d, n in self.devices],
+            "kinds": list(LANE_KINDS + BAND_KINDS),
+            "rows": rows,
+            "steps": [[n, s - self.lo, e - self.lo] for n, s, e in self.steps],
+            "lanes": len(self.lanes),
+        }
+
+
+def merge_close(a: Spans, merge_ns: int) -> Spans:
+    """``a`` with pieces whose gap is at most ``merge_ns`` joined (ends stay exact)."""
+    if merge_ns <= 0 or len(a) < 2:
+        return a
+    joined = spans(a.starts, a.ends + merge_ns)
+    return Spans(joined.starts, joined.ends - merge_ns)
+
+
+def raster(row: Row, lo: int, hi: int, width: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``row`` on ``width`` pixels over ``[lo, hi)``, as the HTML canvas draws it.
+
+    Returns ``(kinds, dominant, busy)``: per pixel the index into ``kinds`` of the kind
+    that ran longest in it (-1: nothing) and the fraction of the pixel that was busy
+    (any kind). Exact rows only (no ``density``).
+    """
+    if row.density:
+        raise ValueError("raster() needs exact rows; build the lanes without merging")
+    kinds = [k for k in (*LANE_KINDS, *BAND_KINDS) if k in row.pieces]
+    edges = lo + (np.arange(width + 1, dtype=np.int64) * (hi - lo)) // max(1, width)
+    a, b = edges[:-1], edges[1:]
+    per_kind = np.array([measure_within(row.pieces[k], a, b) for k in kinds]).reshape(
+        len(kinds), width
+    )
+    width_ns = np.maximum(b - a, 1)
+    busy = measure_within(union(*row.pieces.values()), a, b) / width_ns
+    dominant = np.where(busy > 0, per_kind.argmax(axis=0) if kinds else -1, -1)
+    return kinds, dominant, busy
+
+
+def build_lanes(
+    timeline: Timeline,
+    window: tuple[int, int] | None = None,
+    *,
+    width_px: int | None = None,
+    max_pieces: int = MAX_PIECES,
+) -> Lanes:
+    """Lanes, bands and steps of ``timeline`` in ``window`` (default: the whole trace).
+
+    ``width_px``: merge pieces closer than one pixel of a picture that wide. Without
+    it, the finest merge step that keeps the rows under ``max_pieces`` pieces.
+    """
+    if window is None:
+        window = timeline.span or (0, 0)
+    lo, hi = int(window[0]), int(window[1])
+    tl = timeline.window(lo, hi) if hi > lo else timeline
+    exact = _exact(tl, lo, hi)
+    length = hi - lo
+    if length <= 0:
+        return exact
+    if width_px is not None:
+        return exact.merged(max(1, length // max(1, int(width_px))))
+    if exact.size <= max_pieces:
+        return exact
+    # Coarsen until it fits; merging merged sets gives the same pieces as merging the
+    # exact ones (a coarser step only joins more), so count on the running result.
+    sets = [p for r in exact.rows() for p in r.pieces.values()]
+    steps = FINEST
+    while steps > 1:
+        merge_ns = -(-length // steps)
+        sets = [merge_close(p, merge_ns) for p in sets]
+        if sum(len(p) for p in sets) <= max_pieces:
+            break
+        steps //= 2
+    return exact.merged(-(-length // steps))
+
+
+def lanes_for_report(
+    report: Mapping[str, Any] | None, timeline: Timeline, **kw: Any
+) -> Lanes:
+    """:func:`build_lanes` for what a report dict analysed: its window and its GPUs."""
+    window = report_window(report, timeline)
+    devices = [d.get("device") for d in (report or {}).get("devices") or []]
+    devices = [int(d) for d in devices if d is not None]
+    if devices and devices != timeline.devices:
+        timeline = timeline.only_devices(devices)
+    return build_lanes(timeline, window, **kw)
+
+
+def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple[int, int] | None:
+    """The window a report dict analysed, in exact ns: the step's ``ProfilerStep`` window
+    when ``window.step`` is set, else the whole trace (``timeline.span``). A step the
+    timeline lacks falls back to the report's ``start_us``/``end_us`` (floats)."""
+    w = (report or {}).get("window") or {}
+    step = w.get("step")
+    if step is None:
+        return timeline.span
+    hit = timeline.steps[timeline.steps["step"] == step].sort_values("start", kind="stable")
+    if len(hit):  # the first window of that number, as the report takes it
+        return int(hit["start"].iloc[0]), int(hit["end"].iloc[0])
+    lo, hi = w.get("start_us"), w.get("end_us")
+    if lo is None or hi is None or hi <= lo:
+        return timeline.span
+    return round(float(lo) * 1000), round(float(hi) * 1000)
+
+
+def _exact(tl: Timeline, lo: int, hi: int) -> Lanes:
+    gpu = tl.gpu
+    devices = tl.devices
+    names = {d: tl.meta.device_name(d) for d in devices}
+    busy = device_busy(gpu, devices, max(hi - lo, 0), names)
+    streams = stream_busy(gpu, devices)
+
+    lanes = []
+    if not gpu.empty:
+        kind = gpu["kind"].to_numpy(dtype=object)
+        comm = gpu["comm"].to_numpy(dtype=bool)
+        kind = np.where((kind == "kernel") & comm, "comm", kind)
+        start = gpu["start"].to_numpy(dtype=np.int64)
+        end = gpu["end"].to_numpy(dtype=np.int64)
+        for (d, st), idx in groups(gpu, ["device", "stream"]).items():
+            pieces = {}
+            for k in LANE_KINDS:
+                m = kind[idx] == k
+                if m.any():
+                    pieces[k] = spans(start[idx][m], end[idx][m])
+            lanes.append(Lane(pieces, device=d, stream=st, events=int(idx.size)))
+
+    bands = []
+    if len(busy) >= 2:
+        both = coverage(
+            np.concatenate([b.busy.starts for b in busy]),
+            np.concatenate([b.busy.ends for b in busy]),
+            2,
+        )
+        bands.append(_band("multi_device", None, both))
+    copies = gpu[gpu["kind"] == "memcpy"] if not gpu.empty else gpu
+    by_dev = groups(copies, "device")
+    for b in busy:
+        if b.device in by_dev:
+            rows = copies.iloc[by_dev[b.device]]
+            hidden = intersect(spans(rows["start"].to_numpy(), rows["end"].to_numpy()), b.kernel)
+            bands.append(_band("copy_hidden", b.device, hidden))
+        mine = [s.busy for s in streams if s.device == b.device]
+        if len(mine) >= 2:
+            conc = coverage(
+                np.concatenate([x.starts for x in mine]), np.concatenate([x.ends for x in mine]), 2
+            )
+            bands.append(_band("streams_concurrent", b.device, conc))
+
+    steps: tuple[tuple[int, int, int], ...] = ()
+    if not tl.steps.empty:
+        st = tl.steps.sort_values("start")
+        steps = tuple(
+            (int(n), int(s), int(e))
+            for n, s, e in zip(st["step"], st["start"], st["end"], strict=True)
+        )
+    return Lanes(
+        lo=lo,
+        hi=hi,
+        lanes=tuple(lanes),
+        bands=tuple(bands),
+        steps=steps,
+        devices=tuple((d, names[d]) for d in devices),
+    )
+
+
+def _band(kind: str, device: int | None, pieces: Spans) -> Band:
+    return Band({kind: pieces}, kind=kind, device=device, total_ns=pieces.length)
+
+
+def _encode(a: Spans, lo: int) -> list[int]:
+    if a.empty:
+        return []
+    prev_end = np.concatenate([[lo], a.ends[:-1]]).astype(np.int64)
+    out = np.empty(2 * len(a), np.int64)
+    out[0::2] = a.starts - prev_end
+    out[1::2] = a.ends - a.starts
+    return out.tolist()
+
+
+__all__ = [
+    "BAND_KINDS", "COLORS", "LANE_KINDS", "LEGEND",
+    "Band", "Lane", "Lanes", "Row", "build_lanes", "raster", "lanes_for_report", "merge_close", "report_window",
+]

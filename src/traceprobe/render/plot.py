@@ -1,0 +1,150 @@
+"""A static PNG of the timeline picture: the lanes, overlap bands and steps of the HTML report.
+
+    write_plot(timeline, report.to_dict(), "run.png")          # --plot run.png
+    data = plot_png(timeline, report_dict)                       # the PNG bytes
+
+matplotlib is imported here, lazily, and only its object-oriented API is used
+(``Figure`` + the Agg canvas): no pyplot, no global backend switch, no windows.
+The rows and colours are those of :mod:`traceprobe.render.lanes`, merged to the
+picture's pixel width so a 300k-event trace draws as fast as a small one.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from traceprobe import output
+from traceprobe.errors import UsageError
+from traceprobe.render.lanes import COLORS, LEGEND, Band, Lane, lanes_for_report, raster
+from traceprobe.timeline import Timeline
+
+DPI = 100
+WIDTH_PX = 1600  # the whole picture
+LEFT_PX = 210  # row labels
+PLOT_PX = 1350  # the timeline: one image column per pixel
+LANE_PX, BAND_PX, ROW_GAP_PX, STEP_PX = 22, 12, 3, 18
+BACKGROUND = np.array([0.98, 0.98, 0.98])
+HEADLINES = 4
+
+
+def write_plot(
+    timeline: Timeline,
+    report_dict: Mapping[str, Any] | None,
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+) -> None:
+    """Draw ``timeline`` (in the report's window) and write it to ``path`` as PNG, atomically.
+
+    An existing ``path`` is refused unless ``force``.
+    """
+    output.check_target(path, force=force)
+    output.write_bytes(path, plot_png(timeline, report_dict), force=force)
+
+
+def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -> bytes:
+    """The picture as PNG bytes."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.colors import to_rgb
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+    except ImportError:
+        raise UsageError(
+            "--plot needs matplotlib, which is not installed; pip install 'traceprobe[plot]'"
+        ) from None
+
+    r = report_dict or {}
+    lanes = lanes_for_report(r, timeline, max_pieces=sys.maxsize)  # exact: raster needs no budget
+    rows = list(lanes.rows())
+    headlines = list(r.get("headlines") or [])[:HEADLINES]
+
+    # One RGB image: a band of pixel rows per row, each pixel as timeline.js draws it.
+    heights = [LANE_PX if isinstance(x, Lane) else BAND_PX for x in rows]
+    tops = np.concatenate([[0], np.cumsum(np.array(heights) + ROW_GAP_PX)])[:-1].astype(int)
+    img_h = int(tops[-1] + heights[-1]) if rows else 40
+    img = np.full((img_h, PLOT_PX, 3), 1.0)
+    for row, top, h in zip(rows, tops, heights, strict=True):
+        img[top : top + h] = BACKGROUND
+        if lanes.hi <= lanes.lo:
+            continue
+        kinds, dominant, busy = raster(row, lanes.lo, lanes.hi, PLOT_PX)
+        if not kinds:
+            continue
+        colors = np.array([to_rgb(COLORS[k]) for k in kinds])
+        alpha = np.where(dominant >= 0, 0.2 + 0.8 * np.minimum(busy, 1.0), 0.0)[:, None]
+        line = BACKGROUND * (1 - alpha) + colors[np.maximum(dominant, 0)] * alpha
+        img[top + 1 : top + h - 1] = line[None, :, :]
+
+    step_px = STEP_PX if lanes.steps else 0
+    head_px, foot_px = 40 + 22 * len(headlines), 70
+    fig_h = (head_px + step_px + img_h + foot_px) / DPI
+    fig = Figure(figsize=(WIDTH_PX / DPI, fig_h), dpi=DPI)
+    FigureCanvasAgg(fig)
+    left = LEFT_PX / WIDTH_PX
+    ax = fig.add_axes((left, foot_px / DPI / fig_h, PLOT_PX / WIDTH_PX,
+                       (img_h + step_px) / DPI / fig_h))
+    span = max(1, lanes.hi - lanes.lo)
+    scale, unit = _unit(span)
+    x1 = span / scale
+    ax.imshow(img, extent=(0, x1, img_h, 0), aspect="auto", interpolation="nearest")
+    ax.set_xlim(0, x1)
+    ax.set_ylim(img_h, -step_px)
+    ax.set_yticks([t + h / 2 for t, h in zip(tops, heights, strict=True)],
+                  [x.label for x in rows], fontsize=8)
+    for tick, row in zip(ax.get_yticklabels(), rows, strict=True):
+        if isinstance(row, Band):
+            tick.set_color(COLORS[row.kind])
+            tick.set_fontstyle("italic")
+    if lanes.steps:
+        marks = [s for _, s, _ in lanes.steps] + [lanes.steps[-1][2]]
+        for m in marks:
+            ax.axvline((m - lanes.lo) / scale, color=COLORS["step"], linestyle="--", linewidth=0.7)
+        min_label = 0.025 * span
+        for n, s, e in lanes.steps:
+            if e - s >= min_label:
+                ax.text(((s + e) / 2 - lanes.lo) / scale, -step_px / 2, f"#{n}", ha="center",
+                        va="center", fontsize=7, color=COLORS["step"])
+    ax.set_xlabel(f"time from the start of the window ({unit})", fontsize=9)
+    ax.tick_params(axis="x", labelsize=8)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if not rows:
+        ax.text(0.5, 0.5, "No GPU activity in this window.", transform=ax.transAxes,
+                ha="center", va="center", color="#666")
+
+    kinds = lanes.kinds()
+    handles = [
+        Line2D([], [], color=COLORS[k], linestyle="--") if k == "step"
+        else Patch(facecolor=COLORS[k])
+        for k in kinds
+    ]
+    if handles:
+        fig.legend(handles, [LEGEND[k] for k in kinds], loc="lower center", ncol=len(handles),
+                   fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0))
+
+    title = str(r.get("trace") or timeline.source)
+    step = (r.get("window") or {}).get("step")
+    if step is not None:
+        title += f" — ProfilerStep#{step}"
+    fig.text(0.01, 1 - 12 / DPI / fig_h, title, fontsize=11, weight="bold", va="top")
+    for i, line in enumerate(headlines):
+        fig.text(0.01, 1 - (38 + 22 * i) / DPI / fig_h, f"• {line}", fontsize=9, va="top")
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": "traceprobe"})
+    return buf.getvalue()
+
+
+def _unit(span_ns: int) -> tuple[float, str]:
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if span_ns >= 2 * scale:
+            return scale, unit
+    return 1.0, "ns"
