@@ -6,7 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 OUT ?= traceprobe-out
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench bench-scale clean
+
+BENCH_TRACE ?= bench/transformer-h200.pt.trace.json.gz
+BENCH_RUNS ?= 5
+BENCH_SCALE ?= 1,2,4,8,13
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -24,7 +28,10 @@ lint: setup
 	$(BIN)/mypy
 
 bench: setup
-	$(BIN)/python scripts/bench.py bench/transformer-h200.pt.trace.json.gz --write-docs docs/BENCHMARKS.md
+	$(BIN)/python scripts/bench.py $(BENCH_TRACE) --runs $(BENCH_RUNS) --write-docs docs/BENCHMARKS.md
+
+bench-scale: setup
+	$(BIN)/python scripts/bench.py $(BENCH_TRACE) --scale $(BENCH_SCALE) --runs 3 --write-docs docs/BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
