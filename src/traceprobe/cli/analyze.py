@@ -16,7 +16,7 @@ import click
 from traceprobe import output
 from traceprobe.render import formats
 
-_SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown"}
+_SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html"}
 
 
 class StepParam(click.ParamType):
@@ -41,7 +41,7 @@ class StepParam(click.ParamType):
 
 @click.command("analyze")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("-f", "--format", "fmt", type=click.Choice(formats()), default=None,
+@click.option("-f", "--format", "fmt", type=click.Choice([*formats(), "html"]), default=None,
               help="Report format.  [default: from the --output suffix (.json, .md), else text]")
 @click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
               show_default=True, help="Write the report to FILE ('-': standard output).")
@@ -55,6 +55,10 @@ class StepParam(click.ParamType):
               "figures as CSV files into DIR.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Load N files at once.  [default: one per core]")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              metavar="PNG", help="Also draw the timeline as a static PNG (one per trace).")
+@click.option("--tensorboard", "tb", is_flag=True,
+              help="Also write per-step figures as TensorBoard scalars beside each trace.")
 @click.option("--top", type=click.IntRange(min=0), default=None, metavar="N",
               help="Show N top kernels and CPU ops.  [default: 10; JSON: all the report has]")
 def analyze(
@@ -66,6 +70,8 @@ def analyze(
     devices: tuple[int, ...],
     csv_dir: Path | None,
     jobs: int | None,
+    plot_path: str | None,
+    tb: bool,
     top: int | None,
 ) -> None:
     """Measure overlap in PyTorch Profiler (Kineto) traces.
@@ -81,6 +87,7 @@ def analyze(
         traceprobe analyze run.pt.trace.json.gz
         traceprobe analyze traces/ --format json --output report.json
         traceprobe analyze run.json.gz --step all --device 0 --csv frames/
+        traceprobe analyze run.json.gz --format html --output report.html --plot timeline.png
 
     \b
     Exit codes:
@@ -100,6 +107,11 @@ def analyze(
         output.check_directory(csv_dir, list(FILES), force=force)
 
     files = [f for p in paths for f in loader.find_traces(p)]
+    if plot_path is not None:
+        from traceprobe.render.plot import plot_targets
+
+        for target in plot_targets(plot_path, len(files)):
+            output.check_target(target, force=force)
     progress = len({f.resolve() for f in files}) > 1 and sys.stderr.isatty()
     timelines = loader.load_many(files, jobs=jobs, progress=progress)
     only = list(devices) or None
@@ -111,9 +123,33 @@ def analyze(
         per_trace = list(data["traces"])
 
     color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
-    output.write_text(output_path, render(data, fmt, top=top, color=color), force=force)
+    if fmt == "html":
+        from traceprobe.render.html import render_html
+
+        text = render_html(data, timelines, top=top)
+    else:
+        text = render(data, fmt, top=top, color=color)
+    output.write_text(output_path, text, force=force)
     if csv_dir is not None:
         write_csv(timelines, csv_dir, reports=per_trace, force=force)
+    if plot_path is not None:
+        from traceprobe.render.plot import write_plots
+
+        write_plots(timelines, per_trace, plot_path, force=force)
+    if tb:
+        _write_tensorboard(files, timelines, force=force)
+
+
+def _write_tensorboard(files: list[Path], timelines: list, *, force: bool) -> None:
+    """Per-step scalars into ``<trace dir>/traceprobe/``, one run per directory of traces."""
+    from traceprobe import report as rp
+    from traceprobe import tensorboard
+
+    groups: dict[Path, list[dict]] = {}
+    for f, tl in zip(files, timelines):
+        groups.setdefault(Path(f).parent, []).append(rp.analyze(tl, step="all").to_dict())
+    for run_dir, reports in groups.items():
+        tensorboard.write_scalars(run_dir, reports, force=force)
 
 
 def _color_terminal() -> bool:

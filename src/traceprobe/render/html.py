@@ -1,7 +1,7 @@
 """The report as one self-contained HTML page, with a zoomable timeline picture per trace.
 
     html = render_html([report.to_dict()], [timeline])      # several traces: one section each
-    html = render(report_dict)                             # the format-registry signature, no picture
+    html = render(report_dict)                             # registry signature, no picture
 
 The page holds everything inline (``assets/report.css``, ``assets/timeline.js`` and the
 lane data as JSON), fetches nothing and works offline. The tables are the text
@@ -31,11 +31,13 @@ def render_html(
     reports: Sequence[Mapping[str, Any]] | Mapping[str, Any],
     timelines: Sequence[Timeline | None] | None = None,
     *,
-    top: int = TOP,
+    top: int | None = None,
     title: str = "traceprobe report",
 ) -> str:
     """One page for the traces of ``reports`` (report dicts, a several-traces dict, or objects
-    with ``to_dict``); ``timelines[i]`` (same order) gives trace i its picture, None skips it."""
+    with ``to_dict``); ``timelines[i]`` (same order) gives trace i its picture, None skips it.
+    ``top``: top-kernel and top-op rows (None: 10)."""
+    top = TOP if top is None else top
     multi: Mapping[str, Any] | None = None
     if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
         one = as_dict(reports)
@@ -72,7 +74,7 @@ def render_html(
 def render(report: Any, *, top: int | None = None, color: bool = False) -> str:
     """The renderer signature of :mod:`traceprobe.render`: tables and headlines, no picture."""
     del color
-    return render_html(as_dict(report), None, top=TOP if top is None else top)
+    return render_html(as_dict(report), None, top=top)
 
 
 # ----------------------------------------------------------------------------- parts
@@ -82,7 +84,8 @@ def _section(i: int, r: Mapping[str, Any], tl: Timeline | None, *, top: int, lab
     doc = tb.trace_document(r, top=top, label=label)
     out = [f'<section class="tp-trace" id="trace-{i}">']
     out.append(f"<h2>{_e(doc.label + ' ') if doc.label else ''}<code>{_e(doc.trace)}</code></h2>")
-    out.append('<p class="tp-facts">' + "".join(f"<span>{_e(f)}</span>" for f in doc.facts) + "</p>")
+    facts = "".join(f"<span>{_e(f)}</span>" for f in doc.facts)
+    out.append(f'<p class="tp-facts">{facts}</p>')
     if doc.headlines:
         out.append('<ul class="tp-headlines">')
         out += [f"<li>{_e(h)}</li>" for h in doc.headlines]

@@ -3,21 +3,28 @@
 Pure data, shared by the HTML report's zoomable canvas and the static PNG::
 
     lanes = build_lanes(timeline)                  # whole trace; or window=(lo, hi) in ns
+    lanes = lanes_for_report(report_dict, timeline)  # the report's window and GPUs
     lanes.rows()                                   # the rows to draw, top to bottom
     lanes.to_payload()                             # compact JSON-able form for timeline.js
+    raster(row, lo, hi, width)                     # one row on `width` pixels (the PNG)
 
 One :class:`Lane` per (device, stream) holds the activities of each kind (kernels,
-communication kernels, copies, memsets) as merged :class:`~traceprobe.intervals.Spans`.
-:class:`Band` rows hold the overlap the report measures, computed by the same
+communication kernels, copies, memsets) as :class:`~traceprobe.intervals.Spans`.
+:class:`Band` rows hold the overlap the report measures, computed with the same
 metrics functions: time with two or more GPUs busy, copy time hidden under kernels
 (per GPU) and time with two or more of a GPU's streams busy. Step boundaries come
 from the timeline's ``ProfilerStep`` windows.
 
+Drawing rule (canvas and PNG alike): each pixel column of a row shows the kind
+that ran longest in it, more opaque the more of the pixel was busy, so a thousand
+1 µs memsets among long kernels cannot paint a lane brown.
+
 Big traces are downsampled: pieces of one row closer than ``merge_ns`` are joined
-(a gap narrower than a pixel is invisible anyway). Without ``width_px`` the finest
-``merge_ns`` (a power-of-two fraction of the window) that keeps all rows under
-``max_pieces`` pieces is chosen, so the payload stays well under 2 MB even for a
-300k-event trace; a trace that fits is drawn exactly (``merge_ns == 0``).
+and each merged piece keeps the fraction of it that was busy (``Row.density``), so
+the drawing rule still holds. Without ``width_px`` the finest ``merge_ns`` (the
+window over a power of two) that keeps all rows under ``max_pieces`` pieces is
+chosen: a 300k-event trace's payload stays near 1 MB; a trace that fits is exact
+(``merge_ns == 0``).
 """
 
 from __future__ import annotations
@@ -111,7 +118,7 @@ class Band(Row):
         if self.kind == "multi_device":
             return "≥2 GPUs busy"
         if self.kind == "copy_hidden":
-            return f"GPU {self.device} copy under kernels"
+            return f"GPU {self.device} copy hidden under kernels"
         return f"GPU {self.device} ≥2 streams busy"
 
 
@@ -380,5 +387,6 @@ def _encode(a: Spans, lo: int) -> list[int]:
 
 __all__ = [
     "BAND_KINDS", "COLORS", "LANE_KINDS", "LEGEND",
-    "Band", "Lane", "Lanes", "Row", "build_lanes", "raster", "lanes_for_report", "merge_close", "report_window",
+    "Band", "Lane", "Lanes", "Row",
+    "build_lanes", "lanes_for_report", "merge_close", "raster", "report_window",
 ]

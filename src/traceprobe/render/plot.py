@@ -1,12 +1,14 @@
 """A static PNG of the timeline picture: the lanes, overlap bands and steps of the HTML report.
 
     write_plot(timeline, report.to_dict(), "run.png")          # --plot run.png
+    write_plots(timelines, report_dicts, "run.png")              # several: run-0.png, run-1.png
     data = plot_png(timeline, report_dict)                       # the PNG bytes
 
 matplotlib is imported here, lazily, and only its object-oriented API is used
 (``Figure`` + the Agg canvas): no pyplot, no global backend switch, no windows.
-The rows and colours are those of :mod:`traceprobe.render.lanes`, merged to the
-picture's pixel width so a 300k-event trace draws as fast as a small one.
+The rows, colours and drawing rule are those of :mod:`traceprobe.render.lanes`
+(the HTML canvas's): each row is rastered exactly, one image column per pixel, by
+:func:`~traceprobe.render.lanes.raster`, so a 300k-event trace costs one image.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,6 +49,34 @@ def write_plot(
     """
     output.check_target(path, force=force)
     output.write_bytes(path, plot_png(timeline, report_dict), force=force)
+
+
+def plot_targets(path: str | os.PathLike[str], n: int) -> list[Path]:
+    """Where :func:`write_plots` puts ``n`` pictures: ``path`` for one, else
+    ``NAME-0.png``, ``NAME-1.png``, ... beside it (trace i of the report)."""
+    p = Path(path)
+    if n == 1:
+        return [p]
+    return [p.with_name(f"{p.stem}-{i}{p.suffix or '.png'}") for i in range(n)]
+
+
+def write_plots(
+    timelines: Sequence[Timeline],
+    report_dicts: Sequence[Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+) -> list[Path]:
+    """One PNG per trace (see :func:`plot_targets`); every target is checked before any is
+    written. Returns the paths written."""
+    if len(timelines) != len(report_dicts):
+        raise ValueError(f"{len(timelines)} timelines for {len(report_dicts)} reports")
+    targets = plot_targets(path, len(timelines))
+    for t in targets:
+        output.check_target(t, force=force)
+    for tl, r, t in zip(timelines, report_dicts, targets, strict=True):
+        write_plot(tl, r, t, force=force)
+    return targets
 
 
 def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -> bytes:

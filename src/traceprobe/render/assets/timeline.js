@@ -1,6 +1,6 @@
 /* traceprobe timeline: draws every .tp-timeline element of the page on a canvas.
  *
- * Data: the element's data-payload names a <script type="application/json"> holding
+ * Data: the element's data-payload names the JSON script element (application/json) holding
  * the payload of traceprobe.render.lanes.Lanes.to_payload(): rows (lanes and overlap
  * bands) whose pieces are delta-coded [gap, length, ...] int ns from the window start,
  * (optionally with per-piece busy density in per mille after downsampling) and steps
@@ -270,7 +270,8 @@
     for (var t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
       var gx = Math.round(X(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(gx, AXIS_H - 4); ctx.lineTo(gx, this.height); ctx.stroke();
-      ctx.fillText(fmtTime(t), gx, AXIS_H / 2 - 1);
+      var label = fmtTime(t), half = ctx.measureText(label).width / 2 + 2;
+      ctx.fillText(label, Math.min(Math.max(gx, GUTTER + half), this.cssWidth - half), AXIS_H / 2 - 1);
     }
     ctx.strokeStyle = "#999";
     ctx.beginPath(); ctx.moveTo(GUTTER, AXIS_H - 0.5); ctx.lineTo(x1, AXIS_H - 0.5); ctx.stroke();

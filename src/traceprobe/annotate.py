@@ -1,0 +1,322 @@
+"""A copy of a trace with traceprobe's findings added as tracks, for Perfetto and friends.
+
+    doc = annotate(timeline, "run.pt.trace.json.gz")      # the trace + new events (a dict)
+    write_annotated(doc, "run.annotated.json.gz", source="run.pt.trace.json.gz")
+    annotate_file("run.pt.trace.json.gz", "out.json.gz")  # both, loading the trace itself
+
+The new events are complete events (``ph: "X"``, ``cat: "traceprobe"``) on two new
+processes, named with ``process_name``/``thread_name`` metadata (``ph: "M"``) so that
+Perfetto, chrome://tracing and the TensorBoard profiler's trace view show them as rows:
+
+* **traceprobe: overlap** — the bands of the timeline picture
+  (:mod:`traceprobe.render.lanes`): GPUs busy at once ("GPU 0 & GPU 1 both busy"
+  with two GPUs, "≥2 GPUs busy" with more, plus one thread per pair with three or
+  four), and per GPU "copy hidden under kernels" (copy ∩ kernel time) and "≥2
+  streams busy": the sets whose lengths the report gives.
+* **traceprobe: GPU idle** — per GPU one event per idle gap in the trace's span,
+  named after the host call that covered most of it (runtime, sync and driver
+  calls first, then CPU ops, as in the report's ``host.devices[].causes``).
+
+Exactness: the original events are copied byte for byte (kept as ``msgspec.Raw``);
+other top-level values are decoded with fractions as ``decimal.Decimal``. New
+timestamps are written from integer ns as integer µs plus exactly three decimals
+(``Decimal``), so nothing passes through float64. Tools other than
+:func:`write_annotated` should encode the dict with ``msgspec.json.Encoder(
+decimal_format="number")``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from traceprobe import output
+from traceprobe.errors import OutputError, TraceError
+from traceprobe.intervals import (
+    Spans,
+    difference,
+    gaps,
+    grouped_spans,
+    intersect,
+    measure_within,
+    spans,
+)
+from traceprobe.metrics.devices import device_busy
+from traceprobe.metrics.host import HOST_KINDS, RUNTIME_KINDS, host_calls, host_process
+from traceprobe.reader import read_chunks
+from traceprobe.render.lanes import build_lanes
+from traceprobe.timeline import Timeline
+
+CATEGORY = "traceprobe"
+OVERLAP_PROCESS = "traceprobe: overlap"
+IDLE_PROCESS = "traceprobe: GPU idle"
+SORT_INDEX = 5_100_000  # after Kineto's GPU rows (5000000 + device), before its "Spans"
+MAX_PAIR_DEVICES = 4  # 3 or 4 GPUs: a track per pair besides "≥2 GPUs busy"
+SUFFIXES = (".json", ".json.gz")
+
+_ENCODER = msgspec.json.Encoder(decimal_format="number")
+_EXACT = msgspec.json.Decoder(float_hook=Decimal)  # fractions kept exactly, as Decimal
+
+
+@dataclass(frozen=True)
+class Track:
+    """One new row: a thread of one of the two new processes."""
+
+    process: str  # OVERLAP_PROCESS | IDLE_PROCESS
+    name: str  # thread_name
+    pieces: Spans
+    labels: Sequence[str] | None = None  # per piece event name; None: ``name`` for all
+    args: Sequence[dict[str, Any]] | None = None  # per piece extra args
+
+
+# ----------------------------------------------------------------------------- tracks
+
+
+def tracks(timeline: Timeline) -> list[Track]:
+    """The overlap and idle tracks of ``timeline`` over its whole span (pure).
+
+    The overlap sets are the timeline picture's bands (:mod:`traceprobe.render.lanes`),
+    plus one track per pair of GPUs when there are three or four.
+    """
+    span = timeline.span
+    devices = timeline.devices
+    if span is None or not devices:
+        return []
+    lo, hi = span
+    bands = build_lanes(timeline, span, max_pieces=sys.maxsize).bands  # exact
+    out: list[Track] = []
+    for band in bands:
+        name = band.label
+        if band.kind == "multi_device" and len(devices) == 2:
+            name = f"GPU {devices[0]} & GPU {devices[1]} both busy"
+        out.append(Track(OVERLAP_PROCESS, name, band.spans))
+    busy = device_busy(timeline.gpu, devices, hi - lo)
+    if 3 <= len(busy) <= MAX_PAIR_DEVICES:
+        at = 1 if bands and bands[0].kind == "multi_device" else 0
+        out[at:at] = [
+            Track(OVERLAP_PROCESS, f"GPU {a.device} & GPU {b.device} both busy",
+                  intersect(a.busy, b.busy))
+            for i, a in enumerate(busy) for b in busy[i + 1 :]
+        ]
+
+    calls = host_calls(timeline.cpu, host_process(timeline.cpu))
+    causes = _GapCauses(calls)
+    for b in busy:
+        idle = gaps(b.busy, lo, hi)
+        labels, args = causes.explain(idle)
+        out.append(Track(IDLE_PROCESS, f"GPU {b.device} idle", idle, labels, args))
+    return out
+
+
+class _GapCauses:
+    """Per idle gap, the host call name charged most of it (the rule of metrics.host)."""
+
+    def __init__(self, calls: pd.DataFrame) -> None:
+        s = calls["start"].to_numpy(dtype=np.int64)
+        e = calls["end"].to_numpy(dtype=np.int64)
+        is_rt = calls["kind"].isin(RUNTIME_KINDS).to_numpy()
+        self.everything = spans(s, e)
+        self.runtime = spans(s[is_rt], e[is_rt])
+        names = calls[["kind", "name"]].drop_duplicates()
+        rank = {k: i for i, k in enumerate(HOST_KINDS)}
+        names = names.assign(rank=names["kind"].map(rank).fillna(len(rank)))
+        names = names.sort_values(["rank", "name"]).reset_index(drop=True)  # tie-break order
+        code = pd.MultiIndex.from_frame(names[["kind", "name"]]).get_indexer(
+            pd.MultiIndex.from_frame(calls[["kind", "name"]])
+        )
+        self.kinds = names["kind"].to_numpy(dtype=object)
+        self.names = names["name"].to_numpy(dtype=object)
+        self.is_rt = np.isin(self.kinds, RUNTIME_KINDS)
+        gk, gs, ge = grouped_spans(code, s, e)
+        cut = np.flatnonzero(np.diff(gk)) + 1
+        self.sets = [
+            (int(gk[a]), Spans(gs[a:z], ge[a:z]))
+            for a, z in zip(np.r_[0, cut], np.r_[cut, gk.size], strict=True)
+            if z > a
+        ]
+
+    def explain(self, idle: Spans) -> tuple[list[str], list[dict[str, Any]]]:
+        n = len(idle)
+        best = np.zeros(n, np.int64)
+        best_code = np.full(n, -1, np.int64)
+        # CPU ops are charged only idle time no runtime/sync/driver call covers: measure them
+        # on the pieces of idle minus runtime, each summed into the gap that holds it.
+        op_pieces = difference(idle, self.runtime)
+        owner = np.searchsorted(idle.starts, op_pieces.starts, side="right") - 1
+        for c, u in self.sets:  # codes in tie-break order: a later code must do strictly better
+            if self.is_rt[c]:
+                charged = measure_within(u, idle.starts, idle.ends)
+            else:
+                per_piece = measure_within(u, op_pieces.starts, op_pieces.ends)
+                charged = np.bincount(owner, weights=per_piece, minlength=n).astype(np.int64)
+            better = charged > best
+            best[better] = charged[better]
+            best_code[better] = c
+        host = measure_within(self.everything, idle.starts, idle.ends)
+        labels, args = [], []
+        for i in range(n):
+            c = int(best_code[i])
+            a: dict[str, Any] = {"host_busy_us": us(int(host[i]))}
+            if c < 0:
+                labels.append("idle: no host call")
+            else:
+                labels.append(f"idle: {self.names[c]}")
+                a.update(cause=str(self.names[c]), cause_kind=str(self.kinds[c]),
+                         cause_us=us(int(best[i])))
+            args.append(a)
+        return labels, args
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def us(ns: int) -> Decimal:
+    """Integer ns as µs with exactly three decimals: 1234567 -> Decimal('1234.567')."""
+    return Decimal(int(ns)).scaleb(-3)
+
+
+def annotation_events(track_list: Sequence[Track], pids: tuple[int, int],
+                      ts0: int = 0) -> list[dict[str, Any]]:
+    """Metadata and complete events for ``track_list``; ``pids`` for (overlap, idle)."""
+    pid_of = {OVERLAP_PROCESS: pids[0], IDLE_PROCESS: pids[1]}
+    out: list[dict[str, Any]] = []
+    for i, (name, pid) in enumerate(pid_of.items()):
+        if any(t.process == name for t in track_list):
+            out.append(_meta("process_name", pid, 0, ts0, name=name))
+            out.append(_meta("process_sort_index", pid, 0, ts0, sort_index=SORT_INDEX + i))
+    tid_of: dict[str, int] = {}
+    for t in track_list:
+        tid = tid_of[t.process] = tid_of.get(t.process, 0) + 1
+        pid = pid_of[t.process]
+        out.append(_meta("thread_name", pid, tid, ts0, name=t.name))
+        out.append(_meta("thread_sort_index", pid, tid, ts0, sort_index=tid))
+        starts, ends = t.pieces.starts.tolist(), t.pieces.ends.tolist()
+        for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
+            ev = {
+                "ph": "X", "cat": CATEGORY,
+                "name": t.labels[j] if t.labels is not None else t.name,
+                "pid": pid, "tid": tid, "ts": us(s), "dur": us(e - s),
+            }
+            if t.args is not None:
+                ev["args"] = t.args[j]
+            out.append(ev)
+    return out
+
+
+def _meta(kind: str, pid: int, tid: int, ts0: int, **args: Any) -> dict[str, Any]:
+    return {"name": kind, "ph": "M", "ts": us(ts0), "pid": pid, "tid": tid, "args": args}
+
+
+class _Pid(msgspec.Struct):
+    pid: Any = None
+
+
+def annotate(timeline: Timeline, raw_trace_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The trace document at ``raw_trace_path`` with the tracks of ``timeline`` appended.
+
+    ``timeline`` must be that file loaded (``traceprobe.load(raw_trace_path)``). The
+    original events come back as ``msgspec.Raw`` (their exact JSON text); the new ones
+    as dicts. A bare event list becomes ``{"traceEvents": [...]}``.
+    """
+    path = Path(raw_trace_path)
+    data = b"".join(read_chunks(path))
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    try:
+        top = msgspec.json.decode(data, type=dict[str, msgspec.Raw] | list[msgspec.Raw])
+        if isinstance(top, list):
+            body, top = data, {}
+        elif "traceEvents" in top:
+            body = top["traceEvents"]
+        else:
+            raise TraceError(path, 'a JSON object without "traceEvents"',
+                             "pass a Chrome-trace file")
+        events = msgspec.json.decode(body, type=list[msgspec.Raw])
+        pids = msgspec.json.decode(body, type=list[_Pid])
+    except msgspec.DecodeError as e:
+        raise TraceError(path, f"not a valid trace ({e})", "pass a Chrome-trace file") from None
+    used = [p.pid for p in pids if isinstance(p.pid, int) and not isinstance(p.pid, bool)]
+    first = max([15, *used]) + 1  # Kineto names pids 0..15 for GPUs even when unused
+    span = timeline.span
+    new = annotation_events(tracks(timeline), (first, first + 1), span[0] if span else 0)
+
+    doc: dict[str, Any] = {}
+    for key, raw in top.items():
+        doc[key] = None if key == "traceEvents" else _EXACT.decode(raw)
+    doc["traceEvents"] = [*events, *new]
+    return doc
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def check_output(path: str | os.PathLike[str], source: str | os.PathLike[str] | None = None,
+                 *, force: bool = False) -> None:
+    """Raise before any work when ``path`` cannot be the annotated copy of ``source``."""
+    p = Path(path)
+    if not p.name.endswith(SUFFIXES):
+        raise OutputError(f"Cannot write {p}: name the annotated trace *.json or *.json.gz")
+    if source is not None and _same_file(p, Path(source)):
+        raise OutputError(f"Will not write over the input trace {source}; choose another output")
+    output.check_target(p, force=force)
+
+
+def write_annotated(doc: dict[str, Any], path: str | os.PathLike[str], *,
+                    source: str | os.PathLike[str] | None = None, force: bool = False) -> int:
+    """Write ``doc`` as JSON (gzip for ``*.json.gz``) atomically; return the bytes written.
+
+    Never writes over ``source``; an existing ``path`` only with ``force``.
+    """
+    check_output(path, source, force=force)
+    data = _ENCODER.encode(doc)
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    output.write_bytes(path, data, force=force)
+    return len(data)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What :func:`annotate_file` added, for the CLI's one-line message."""
+
+    output: str
+    tracks: int
+    events: int
+    bytes: int
+
+
+def annotate_file(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                  force: bool = False) -> Summary:
+    """Load ``trace``, annotate it and write the copy to ``out``."""
+    from traceprobe.loader import load
+
+    check_output(out, trace, force=force)
+    timeline = load(trace)
+    doc = annotate(timeline, trace)
+    added = [e for e in doc["traceEvents"] if isinstance(e, dict)]
+    n = write_annotated(doc, out, source=trace, force=force)
+    return Summary(str(out), sum(1 for e in added if e.get("name") == "thread_name"),
+                   sum(1 for e in added if e.get("ph") == "X"), n)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+__all__ = ["Summary", "Track", "annotate", "annotate_file", "annotation_events", "check_output",
+           "tracks", "write_annotated"]
