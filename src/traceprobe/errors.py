@@ -43,6 +43,9 @@ class TraceError(TraceprobeError):
             msg += f"; {fix}"
         super().__init__(msg)
 
+    def __reduce__(self):  # picklable across worker processes
+        return (type(self), (self.path, self.problem, self.fix))
+
 
 class OutputError(TraceprobeError):
     """An output that would overwrite something, or cannot be written."""

@@ -15,7 +15,7 @@ clock (the file's ``ts`` converted exactly, fractions of a microsecond kept).
     external_id   int64 links to the CPU op; -1 if none
     bytes         int64 bytes moved/set; -1 if unknown
     copy_kind     str   "HtoD" | "DtoH" | "DtoD" | "PtoP" | "HtoH" | "" (non-copies)
-    src_kind      str   "Pageable" | "Pinned" | "Device" | "" (memory kinds of a copy)
+    src_kind      str   "Pageable" | "Pinned" | "Device" | "Host" (ROCm) | "" (memory kinds)
     dst_kind      str   same, for the destination
     peer          int64 the other device of a PtoP copy; -1 otherwise
     comm          bool  a communication kernel (NCCL/RCCL collectives and p2p)
