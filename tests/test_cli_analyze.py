@@ -69,7 +69,7 @@ def test_analyze_help_documents_exit_codes():
     for code in ("0  the report was written", "3  a trace could not be read",
                  "4  the output exists (use --force)"):
         assert code in out
-    for option in ("--format [text|json|markdown]", "--output FILE", "--force", "--step N|all",
+    for option in ("--format [text|json|markdown|html]", "--output FILE", "--force", "--step N|all",
                    "--device D", "--csv DIR", "--jobs N", "--top N"):
         assert option in out, option
 
