@@ -1,0 +1,186 @@
+"""Per-device and per-stream busy time, and how many streams of a device ran at once.
+
+    busy = |∪ activities|       (kernels, memcpys and memsets; half-open ns intervals)
+    idle = window - busy        utilization = busy / window
+
+A stream's busy set is the union of its own activities, so two kernels that
+overlap on one stream (a profiler artefact or a graph) count once towards
+stream concurrency; their double-booking shows up as ``self_overlap_ns`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from traceprobe.intervals import EMPTY, Spans, coverage, max_depth, overlap, spans
+from traceprobe.metrics import fraction, groups, internal
+
+
+@dataclass(frozen=True)
+class DeviceBusy:
+    """One GPU's activity in the window (``devices[]`` in the report)."""
+
+    device: int
+    name: str | None
+    busy_ns: int
+    kernel_ns: int
+    memcpy_ns: int
+    memset_ns: int
+    idle_ns: int
+    utilization: float | None
+    active_span_ns: int
+    kernels: int
+    memcpys: int
+    memsets: int
+    streams: int
+    busy: Spans = internal()
+    kernel: Spans = internal()
+
+
+@dataclass(frozen=True)
+class StreamBusy:
+    """One stream's activity (``streams[]`` in the report)."""
+
+    device: int
+    stream: int
+    busy_ns: int
+    kernels: int
+    memcpys: int
+    memsets: int
+    kernel_ns: int
+    memcpy_ns: int
+    self_overlap_ns: int
+    busy: Spans = internal()
+
+
+@dataclass(frozen=True)
+class StreamPair:
+    streams: tuple[int, int]
+    overlap_ns: int
+
+
+@dataclass(frozen=True)
+class StreamConcurrency:
+    """How the streams of one device overlapped (``overlap.streams[]``)."""
+
+    device: int
+    streams: int
+    concurrent_ns: int
+    max_concurrent: int
+    pairs: tuple[StreamPair, ...]
+
+
+def _arrays(gpu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (
+        gpu["kind"].to_numpy(dtype=object),
+        gpu["start"].to_numpy(dtype=np.int64),
+        gpu["end"].to_numpy(dtype=np.int64),
+    )
+
+
+def device_busy(
+    gpu: pd.DataFrame,
+    devices: Sequence[int],
+    window_ns: int,
+    names: Mapping[int, str | None] | None = None,
+) -> tuple[DeviceBusy, ...]:
+    """Busy, per-kind busy, counts and idle for each of ``devices`` (zeros for one without events).
+
+    ``gpu`` must already be restricted to the analysed window (``Timeline.window``);
+    ``window_ns`` is that window's length.
+    """
+    names = names or {}
+    by_dev = groups(gpu, "device")
+    kind, start, end = _arrays(gpu)
+    stream = gpu["stream"].to_numpy(dtype=np.int64)
+    out = []
+    for d in devices:
+        idx = by_dev.get(d, np.empty(0, np.int64))
+        k, s, e = kind[idx], start[idx], end[idx]
+        per_kind = {}
+        for kname in ("kernel", "memcpy", "memset"):
+            m = k == kname
+            per_kind[kname] = (int(m.sum()), spans(s[m], e[m]))
+        busy = spans(s, e)
+        out.append(
+            DeviceBusy(
+                device=d,
+                name=names.get(d),
+                busy_ns=busy.length,
+                kernel_ns=per_kind["kernel"][1].length,
+                memcpy_ns=per_kind["memcpy"][1].length,
+                memset_ns=per_kind["memset"][1].length,
+                idle_ns=window_ns - busy.length,
+                utilization=fraction(busy.length, window_ns),
+                active_span_ns=int(e.max() - s.min()) if idx.size else 0,
+                kernels=per_kind["kernel"][0],
+                memcpys=per_kind["memcpy"][0],
+                memsets=per_kind["memset"][0],
+                streams=int(np.unique(stream[idx]).size),
+                busy=busy,
+                kernel=per_kind["kernel"][1],
+            )
+        )
+    return tuple(out)
+
+
+def stream_busy(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[StreamBusy, ...]:
+    """One row per (device, stream) with activity, ordered by device then stream."""
+    wanted = set(devices)
+    kind, start, end = _arrays(gpu)
+    out = []
+    for (d, st), idx in groups(gpu, ["device", "stream"]).items():
+        if d not in wanted:
+            continue
+        k, s, e = kind[idx], start[idx], end[idx]
+        mk, mc = k == "kernel", k == "memcpy"
+        busy = spans(s, e)
+        out.append(
+            StreamBusy(
+                device=d,
+                stream=st,
+                busy_ns=busy.length,
+                kernels=int(mk.sum()),
+                memcpys=int(mc.sum()),
+                memsets=int((k == "memset").sum()),
+                kernel_ns=spans(s[mk], e[mk]).length,
+                memcpy_ns=spans(s[mc], e[mc]).length,
+                self_overlap_ns=coverage(s, e, 2).length,
+                busy=busy,
+            )
+        )
+    return tuple(out)
+
+
+def stream_concurrency(
+    streams: Sequence[StreamBusy], devices: Sequence[int]
+) -> tuple[StreamConcurrency, ...]:
+    """Per device: time with >= 2 streams busy, the most at once, and every pair's overlap.
+
+    Works on each stream's busy *union*, so the depth of the sweep is the number
+    of distinct streams busy at an instant.
+    """
+    out = []
+    for d in devices:
+        mine = [s for s in streams if s.device == d]
+        sets = [s.busy for s in mine]
+        starts = np.concatenate([x.starts for x in sets]) if sets else EMPTY.starts
+        ends = np.concatenate([x.ends for x in sets]) if sets else EMPTY.ends
+        pairs = []
+        for i, a in enumerate(mine):
+            for b in mine[i + 1 :]:
+                pairs.append(StreamPair((a.stream, b.stream), overlap(a.busy, b.busy)))
+        out.append(
+            StreamConcurrency(
+                device=d,
+                streams=len(mine),
+                concurrent_ns=coverage(starts, ends, 2).length,
+                max_concurrent=max_depth(starts, ends),
+                pairs=tuple(pairs),
+            )
+        )
+    return tuple(out)

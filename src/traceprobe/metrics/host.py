@@ -1,0 +1,206 @@
+"""The host's side of GPU idle time: what the CPU was doing, how long launches took.
+
+* **Idle attribution** — a device's idle time (the window minus its busy set)
+  intersected with the host calls of the trace's process: CUDA runtime, sync and
+  driver calls, and CPU ops. A *cause* is one call name. Runtime, sync and driver
+  calls are first-class: a runtime-like name is charged ``|idle ∩ ∪ calls of that
+  name|``; a CPU op is charged only the idle time that it covers *and no
+  runtime/sync/driver call covers*, so ``aten::item`` does not take credit for the
+  ``cudaStreamSynchronize`` inside it. Ties in the charged time are broken by
+  kind (``cuda_runtime``, ``cuda_sync``, ``cuda_driver``, ``cpu_op``), then by name.
+* **Launch latency** — kernel start minus the start of the runtime/driver call with
+  the same correlation id; the first kernel of a call only (a graph launch counts
+  once); negative or unmatched pairs are ignored.
+* **Kernel gaps** — per stream, kernels sorted by start: gap = next start − latest
+  end so far, clamped at 0. A stream is *launch-bound* when its median kernel is
+  shorter than its median gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from traceprobe.intervals import difference, gaps, grouped_spans, measure_within, overlap, spans
+from traceprobe.metrics.devices import DeviceBusy
+
+RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
+HOST_KINDS = (*RUNTIME_KINDS, "cpu_op")
+LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
+TOP_CAUSES = 5
+
+
+@dataclass(frozen=True)
+class Cause:
+    name: str
+    kind: str
+    ns: int  # idle time charged to this name (reported as "us")
+    calls: int  # calls of this name that overlap the time it is charged for
+
+
+@dataclass(frozen=True)
+class HostIdle:
+    device: int
+    idle_ns: int
+    idle_host_busy_ns: int
+    causes: tuple[Cause, ...]
+
+
+@dataclass(frozen=True)
+class LaunchLatency:
+    count: int
+    mean_ns: float | None
+    p50_ns: float | None
+    p95_ns: float | None
+    max_ns: int | None
+
+
+@dataclass(frozen=True)
+class KernelGaps:
+    device: int
+    stream: int
+    gaps: int
+    mean_ns: float | None
+    p50_ns: float | None
+    max_ns: int | None
+    kernel_p50_ns: float | None
+    launch_bound: bool
+
+
+@dataclass(frozen=True)
+class Host:
+    """The report's ``host`` object."""
+
+    devices: tuple[HostIdle, ...]
+    launch_latency: LaunchLatency
+    kernel_gaps: tuple[KernelGaps, ...]
+
+
+def host_process(cpu: pd.DataFrame) -> int | None:
+    """The trace's process: the pid with the most runtime/driver calls, else the most CPU ops.
+
+    Ties go to the lowest pid. None for a trace without either.
+    """
+    for kinds in (LAUNCH_KINDS, ("cpu_op",)):
+        pids = cpu.loc[cpu["kind"].isin(kinds), "pid"]
+        if not pids.empty:
+            counts = pids.value_counts()
+            return int(counts[counts == counts.max()].index.min())
+    return None
+
+
+def host_calls(cpu: pd.DataFrame, pid: int | None) -> pd.DataFrame:
+    """Runtime, sync and driver calls and CPU ops of process ``pid`` (none if pid is None)."""
+    if pid is None:
+        return cpu.iloc[0:0]
+    return cpu[cpu["kind"].isin(HOST_KINDS) & (cpu["pid"] == pid)]
+
+
+def idle_attribution(
+    busy: Sequence[DeviceBusy], calls: pd.DataFrame, lo: int, hi: int, top: int = TOP_CAUSES
+) -> tuple[HostIdle, ...]:
+    """Per device: idle time in ``[lo, hi)``, how much the host spent in ``calls``, and why."""
+    s = calls["start"].to_numpy(dtype=np.int64)
+    e = calls["end"].to_numpy(dtype=np.int64)
+    is_rt = calls["kind"].isin(RUNTIME_KINDS).to_numpy()
+    everything = spans(s, e)
+    runtime = spans(s[is_rt], e[is_rt])
+    # One code per (kind, name); per-name unions computed once for all devices.
+    code = calls.groupby(["kind", "name"], sort=False).ngroup().to_numpy(dtype=np.int64)
+    _, first = np.unique(code, return_index=True)
+    kinds_of = calls["kind"].to_numpy(dtype=object)[first]
+    names_of = calls["name"].to_numpy(dtype=object)[first]
+    code_is_rt = np.isin(kinds_of, RUNTIME_KINDS)
+    gk, gs, ge = grouped_spans(code, s, e)
+    in_time = np.argsort(gs, kind="stable")  # sorted queries make searchsorted much faster
+    gk, gs, ge = gk[in_time], gs[in_time], ge[in_time]
+    rank = {k: i for i, k in enumerate(HOST_KINDS)}
+
+    piece_rt = code_is_rt[gk]
+    rt_pieces, op_pieces = np.flatnonzero(piece_rt), np.flatnonzero(~piece_rt)
+    by_code = np.argsort(code, kind="stable")  # rows of code c: by_code[bounds[c]:bounds[c + 1]]
+    bounds = np.searchsorted(code[by_code], np.arange(len(names_of) + 1))
+    out = []
+    for dev in busy:
+        idle = gaps(dev.busy, lo, hi)
+        op_target = difference(idle, runtime)
+        # Charged time per code: Σ over that name's union pieces of |its target ∩ piece|.
+        charged = np.zeros(len(names_of), np.int64)
+        for target, pieces in ((idle, rt_pieces), (op_target, op_pieces)):
+            np.add.at(charged, gk[pieces], measure_within(target, gs[pieces], ge[pieces]))
+        hit = np.flatnonzero(charged > 0)
+        chosen = sorted(
+            hit, key=lambda c: (-charged[c], rank.get(kinds_of[c], len(rank)), names_of[c])
+        )[:top]
+        causes = []
+        for c in chosen:  # calls: those of the name that overlap its target at all
+            rows = by_code[bounds[c] : bounds[c + 1]]
+            target = idle if code_is_rt[c] else op_target
+            n = int((measure_within(target, s[rows], e[rows]) > 0).sum())
+            causes.append(Cause(str(names_of[c]), str(kinds_of[c]), int(charged[c]), n))
+        out.append(HostIdle(dev.device, idle.length, overlap(idle, everything), tuple(causes)))
+    return tuple(out)
+
+
+def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:
+    """Kernel start − launching call start, matched by correlation id (see module docstring)."""
+    k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
+    first = k.groupby("correlation", sort=False)["start"].min()
+    calls = cpu[cpu["kind"].isin(LAUNCH_KINDS) & (cpu["correlation"] >= 0)]
+    launch = calls.drop_duplicates("correlation").set_index("correlation")["start"]
+    both = pd.concat([first.rename("k"), launch.rename("r")], axis=1, join="inner")
+    lat = (both["k"] - both["r"]).to_numpy(dtype=np.int64)
+    lat = lat[lat >= 0]
+    if lat.size == 0:
+        return LaunchLatency(0, None, None, None, None)
+    return LaunchLatency(
+        count=int(lat.size),
+        mean_ns=float(lat.mean()),
+        p50_ns=float(np.median(lat)),
+        p95_ns=float(np.percentile(lat, 95)),
+        max_ns=int(lat.max()),
+    )
+
+
+def kernel_gaps(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[KernelGaps, ...]:
+    """Per (device, stream) with at least two kernels: gaps between consecutive kernels."""
+    k = gpu[(gpu["kind"] == "kernel") & gpu["device"].isin(list(devices))]
+    if len(k) < 2:
+        return ()
+    dev = k["device"].to_numpy(dtype=np.int64)
+    st = k["stream"].to_numpy(dtype=np.int64)
+    s = k["start"].to_numpy(dtype=np.int64)
+    e = k["end"].to_numpy(dtype=np.int64)
+    order = np.lexsort((e, s, st, dev))
+    dev, st, s, e = dev[order], st[order], s[order], e[order]
+    same = (dev[1:] == dev[:-1]) & (st[1:] == st[:-1])
+    group = np.concatenate([[0], np.cumsum(~same)])
+    latest_end = pd.Series(e).groupby(group).cummax().to_numpy(dtype=np.int64)
+    gap = np.maximum(s[1:] - latest_end[:-1], 0)[same]
+    gap_frame = pd.DataFrame(
+        {"device": dev[1:][same], "stream": st[1:][same], "gap": gap, "positive": gap > 0}
+    )
+    stats = gap_frame.groupby(["device", "stream"], sort=True).agg(
+        gaps=("positive", "sum"), mean=("gap", "mean"), p50=("gap", "median"), max=("gap", "max")
+    )
+    dur = pd.Series(e - s, index=pd.MultiIndex.from_arrays([dev, st], names=["device", "stream"]))
+    kernel_p50 = dur.groupby(level=[0, 1]).median()
+    out = []
+    for (d, stream), row in stats.iterrows():
+        kp50 = float(kernel_p50.loc[(d, stream)])
+        out.append(
+            KernelGaps(
+                device=int(d),
+                stream=int(stream),
+                gaps=int(row["gaps"]),
+                mean_ns=float(row["mean"]),
+                p50_ns=float(row["p50"]),
+                max_ns=int(row["max"]),
+                kernel_p50_ns=kp50,
+                launch_bound=bool(kp50 < float(row["p50"])),
+            )
+        )
+    return tuple(out)

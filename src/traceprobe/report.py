@@ -1,0 +1,293 @@
+"""The report: every figure of one analysed trace, as a value object.
+
+    report = analyze(timeline)                 # whole trace
+    report = analyze(timeline, step=3)         # only ProfilerStep#3's window
+    report = analyze(timeline, step="all")     # whole trace plus one sub-report per step
+    report.to_dict()                           # the JSON contract, docs/REPORT_SCHEMA.md
+    report.check()                             # assert the invariants (tests call it everywhere)
+
+    many = analyze_many([tl0, tl1])            # adds cross_trace (one shared host clock assumed)
+
+A :class:`Report` keeps integer nanoseconds (``*_ns`` fields); ``to_dict`` is the
+only place they become microseconds (``*_us``). Definitions: ``docs/FIGURES.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from traceprobe.errors import UsageError
+from traceprobe.headlines import headlines
+from traceprobe.invariants import check_multi, check_report
+from traceprobe.metrics.devices import (
+    DeviceBusy,
+    StreamBusy,
+    device_busy,
+    stream_busy,
+    stream_concurrency,
+)
+from traceprobe.metrics.host import (
+    LAUNCH_KINDS,
+    Host,
+    host_calls,
+    host_process,
+    idle_attribution,
+    kernel_gaps,
+    launch_latency,
+)
+from traceprobe.metrics.overlap import (
+    CrossTrace,
+    Overlap,
+    Serial,
+    comm_compute,
+    copy_compute,
+    cross_device,
+    cross_trace,
+    multi_device_ns,
+    serial,
+)
+from traceprobe.metrics.top import TopKernel, TopOp, top_kernels, top_ops
+from traceprobe.timeline import Timeline
+
+SCHEMA = "traceprobe.report/1"
+
+Step = int | str | None  # None, a step number (int or digits), or "all"
+
+
+@dataclass(frozen=True)
+class Window:
+    start_ns: int
+    end_ns: int
+    step: int | None
+
+
+@dataclass(frozen=True)
+class Counts:
+    kernels: int
+    memcpys: int
+    memsets: int
+    cpu_ops: int
+    runtime_calls: int  # cuda_runtime and cuda_driver calls
+    steps: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every figure of one trace (or one step of it); field order is the JSON order."""
+
+    trace: str
+    format: str
+    rank: int | None
+    window: Window
+    span_ns: int
+    gpu_span_ns: int
+    counts: Counts
+    devices: tuple[DeviceBusy, ...]
+    streams: tuple[StreamBusy, ...]
+    overlap: Overlap
+    host: Host
+    serial: Serial
+    top_kernels: tuple[TopKernel, ...]
+    top_ops: tuple[TopOp, ...]
+    steps: tuple[Report, ...] = ()
+    headlines: tuple[str, ...] = ()
+
+    def device(self, device: int) -> DeviceBusy:
+        for d in self.devices:
+            if d.device == device:
+                return d
+        raise KeyError(device)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly the ``traceprobe.report/1`` object (times in µs, None for undefined figures)."""
+        out: dict[str, Any] = {"schema": SCHEMA, **plain(self)}
+        out["steps"] = [
+            {k: v for k, v in s.to_dict().items() if k not in ("steps", "headlines")}
+            for s in self.steps
+        ]
+        return out
+
+    def check(self) -> None:
+        """Assert every invariant of the figures; AssertionError names the one that broke."""
+        check_report(self)
+
+
+@dataclass(frozen=True)
+class MultiReport:
+    """Several traces analysed together, with device overlap across them."""
+
+    reports: tuple[Report, ...]
+    cross_trace: CrossTrace
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "traces": [r.to_dict() for r in self.reports],
+            "cross_trace": plain(self.cross_trace),
+        }
+
+    def check(self) -> None:
+        check_multi(self)
+
+
+def plain(value: Any) -> Any:
+    """A dataclass tree as JSON-ready data: ``*_ns`` (and ``ns``) fields become µs floats."""
+    if is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in fields(value):
+            if f.metadata.get("internal"):
+                continue
+            v = getattr(value, f.name)
+            if f.name == "ns" or f.name.endswith("_ns"):  # int / int is correctly rounded
+                out[f.name[:-2] + "us"] = None if v is None else v / 1000
+            else:
+                out[f.name] = plain(v)
+        return out
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# -- analysis -------------------------------------------------------------------------------
+
+
+def analyze(
+    timeline: Timeline, *, step: Step = None, devices: Sequence[int] | None = None
+) -> Report:
+    """Analyse one timeline.
+
+    ``step``: None for the whole trace (first event start → last event end, CPU and
+    GPU); N (an int, or a string of digits) for ProfilerStep#N's window only; ``"all"``
+    for the whole trace plus one sub-report per step. ``devices``: analyse only these
+    GPUs, each listed even without events; None lists every GPU with activity.
+    Raises UsageError for a step the trace does not have (naming the ones it has).
+    """
+    devs = _devices(timeline, devices)
+    pid = host_process(timeline.cpu)
+    if step is None or step == "all":
+        lo, hi = timeline.span or (0, 0)
+        whole = _window_report(timeline, lo, hi, None, devs, pid)
+        steps: tuple[Report, ...] = ()
+        if step == "all":
+            steps = tuple(
+                _window_report(timeline.window(s, e), s, e, n, devs, pid)
+                for n, s, e in _step_rows(timeline)
+            )
+        whole = replace(whole, steps=steps)
+        return replace(whole, headlines=headlines(whole))
+    n = _step_number(step, timeline)
+    s, e = next((s, e) for m, s, e in _step_rows(timeline) if m == n)
+    rep = _window_report(timeline.window(s, e), s, e, n, devs, pid)
+    return replace(rep, headlines=headlines(rep))
+
+
+def analyze_many(
+    timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None
+) -> MultiReport:
+    """Analyse each timeline, then compare device busy time across them (one host clock assumed)."""
+    reports = tuple(analyze(t, step=step, devices=devices) for t in timelines)
+    windows = [(r.window.start_ns, r.window.end_ns) for r in reports]
+    return MultiReport(reports, cross_trace([r.devices for r in reports], windows))
+
+
+def _devices(timeline: Timeline, devices: Sequence[int] | None) -> list[int]:
+    if devices is None:
+        return timeline.devices
+    return sorted({int(d) for d in devices})
+
+
+def _step_rows(timeline: Timeline) -> list[tuple[int, int, int]]:
+    st = timeline.steps.sort_values("start", kind="stable")
+    rows = zip(st["step"].tolist(), st["start"].tolist(), st["end"].tolist(), strict=True)
+    seen: set[int] = set()
+    out = []
+    for n, s, e in rows:  # one row per step number: the first window wins
+        if n not in seen:
+            seen.add(n)
+            out.append((int(n), int(s), int(e)))
+    return out
+
+
+def _step_number(step: Any, timeline: Timeline) -> int:
+    if isinstance(step, str) and step.strip().isdigit():
+        step = int(step)
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        raise UsageError(f"step must be a ProfilerStep number or 'all', not {step!r}")
+    have = [n for n, _, _ in _step_rows(timeline)]
+    if int(step) not in have:
+        if not have:
+            raise UsageError(
+                f"{timeline.source}: no ProfilerStep#{step}: the trace has no ProfilerStep "
+                "windows; analyse the whole trace instead (no step)"
+            )
+        raise UsageError(
+            f"{timeline.source}: no ProfilerStep#{step}; the trace has steps {_ranges(have)}"
+        )
+    return int(step)
+
+
+def _ranges(numbers_: list[int]) -> str:
+    """'1-3, 7' for [1, 2, 3, 7]."""
+    nums = sorted(set(numbers_))
+    parts, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def _window_report(
+    tl: Timeline, lo: int, hi: int, step: int | None, devices: list[int], pid: int | None
+) -> Report:
+    """All figures for ``tl`` (already clipped to ``[lo, hi)``) on ``devices``."""
+    gpu = tl.gpu if set(tl.devices) <= set(devices) else tl.gpu[tl.gpu["device"].isin(devices)]
+    cpu = tl.cpu
+    span = hi - lo
+    gpu_span = int(gpu["end"].max() - gpu["start"].min()) if not gpu.empty else 0
+    names = {d: tl.meta.device_name(d) for d in devices}
+    busy = device_busy(gpu, devices, span, names)
+    streams = stream_busy(gpu, devices)
+    kind = gpu["kind"]
+    return Report(
+        trace=tl.source,
+        format=tl.meta.format,
+        rank=tl.meta.rank,
+        window=Window(lo, hi, step),
+        span_ns=span,
+        gpu_span_ns=gpu_span,
+        counts=Counts(
+            kernels=int((kind == "kernel").sum()),
+            memcpys=int((kind == "memcpy").sum()),
+            memsets=int((kind == "memset").sum()),
+            cpu_ops=int((cpu["kind"] == "cpu_op").sum()),
+            runtime_calls=int(cpu["kind"].isin(LAUNCH_KINDS).sum()),
+            steps=len(tl.steps),
+        ),
+        devices=busy,
+        streams=streams,
+        overlap=Overlap(
+            cross_device=cross_device(busy),
+            multi_device_ns=multi_device_ns(busy),
+            copy_compute=copy_compute(gpu, busy),
+            comm_compute=comm_compute(gpu, devices),
+            streams=stream_concurrency(streams, devices),
+        ),
+        host=Host(
+            devices=idle_attribution(busy, host_calls(cpu, pid), lo, hi),
+            launch_latency=launch_latency(gpu, cpu),
+            kernel_gaps=kernel_gaps(gpu, devices),
+        ),
+        serial=serial(busy, streams, gpu_span),
+        top_kernels=top_kernels(gpu, devices),
+        top_ops=top_ops(cpu),
+    )

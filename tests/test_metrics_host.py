@@ -1,0 +1,175 @@
+"""GPU idle attributed to host calls, launch latency, kernel gaps and launch-bound streams."""
+
+from __future__ import annotations
+
+from frames import HOST_PID, driver, kernel, op, runtime, timeline
+from traceprobe.metrics.host import Cause, host_process, kernel_gaps
+from traceprobe.report import analyze
+
+
+def _sync_trace():
+    # GPU 0 runs [0,10) and [50,60). The host (pid 100):
+    #   aten::mm [-5,-1) containing cudaLaunchKernel [-5,-3)
+    #   aten::item [20,45) containing cudaStreamSynchronize [22,40)
+    # Another process (pid 999) has an op [10,50): not the trace's process, ignored.
+    # A GPU-side cuda_sync record (pid 0, the device's track) is not host time either.
+    return timeline(
+        gpu=[kernel(0, 10), kernel(50, 60)],
+        cpu=[
+            op(-5, -1, "aten::mm"),
+            runtime(-5, -3, "cudaLaunchKernel"),
+            op(20, 45, "aten::item"),
+            runtime(22, 40, "cudaStreamSynchronize"),
+            op(10, 50, "other_process_op", pid=999),
+            {"kind": "cuda_sync", "name": "Stream Sync", "start": 22, "end": 40, "pid": 0},
+        ],
+    )
+
+
+def test_host_idle_attribution_with_stream_synchronize() -> None:
+    r = analyze(_sync_trace())
+    r.check()
+    (h,) = r.host.devices
+    # window [-5,60) = 65, busy 20 -> idle [-5,0) + [10,50) = 45
+    assert h.idle_ns == 45
+    # host calls ∪ = [-5,-1) + [20,45) = 29, all of it in idle time
+    assert h.idle_host_busy_ns == 29
+    # sync [22,40) = 18; aten::item only what no runtime call covers: [20,22)+[40,45) = 7;
+    # cudaLaunchKernel 2; aten::mm [-3,-1) = 2 -- tie with the launch: runtime kinds first
+    assert h.causes == (
+        Cause("cudaStreamSynchronize", "cuda_runtime", 18, 1),
+        Cause("aten::item", "cpu_op", 7, 1),
+        Cause("cudaLaunchKernel", "cuda_runtime", 2, 1),
+        Cause("aten::mm", "cpu_op", 2, 1),
+    )
+    assert (
+        "GPU 0 idle 69.2% of the window; the host spent 18 ns in cudaStreamSynchronize "
+        "meanwhile" in r.headlines
+    )
+
+
+def test_causes_keep_top_five_and_count_calls_in_idle_time() -> None:
+    # GIVEN GPU busy [0,100); host calls of 7 names after it, in idle time [100, 200)
+    cpu = [runtime(100 + 10 * i, 105 + 10 * i, f"cudaCall{i}") for i in range(7)]
+    # cudaCall0 is called twice more: once in idle time, once while the GPU is busy
+    cpu += [runtime(180, 190, "cudaCall0"), runtime(10, 20, "cudaCall0"), op(0, 200, "outer")]
+    r = analyze(timeline(gpu=[kernel(0, 100)], cpu=cpu))
+    r.check()
+    (h,) = r.host.devices
+    # cudaCall0: [100,105) + [180,190) = 15 over 2 calls in idle time (the busy-time call does
+    # not count); each other runtime name 5; outer: idle [100,200) minus runtime time
+    # (5 * 7 + 10 = 45 of it) = 55
+    assert [(c.name, c.ns, c.calls) for c in h.causes] == [
+        ("outer", 55, 1),
+        ("cudaCall0", 15, 2),
+        ("cudaCall1", 5, 1),
+        ("cudaCall2", 5, 1),
+        ("cudaCall3", 5, 1),
+    ]
+    assert h.idle_host_busy_ns == 100
+
+
+def test_host_process_is_the_one_making_runtime_calls() -> None:
+    tl = timeline(cpu=[op(0, 1, pid=5), op(0, 1, pid=5), runtime(0, 1, pid=7)])
+    assert host_process(tl.cpu) == 7
+    assert host_process(timeline(cpu=[op(0, 1, pid=9), op(0, 1, pid=3)]).cpu) == 3
+    assert host_process(timeline().cpu) is None
+
+
+def test_launch_latency_by_correlation() -> None:
+    tl = timeline(
+        gpu=[
+            kernel(10, 20, correlation=1),
+            kernel(30, 35, correlation=2),
+            kernel(38, 39, correlation=3),  # starts before its launch: ignored
+            kernel(45, 46, correlation=4),  # no launching call: ignored
+            kernel(56, 60, correlation=5),  # launched by a driver call
+            kernel(70, 72, correlation=6),  # a graph launch: first kernel only
+            kernel(72, 80, correlation=6),
+            kernel(90, 91),  # correlation -1
+        ],
+        cpu=[
+            runtime(0, 2, correlation=1),
+            runtime(5, 6, correlation=2),
+            runtime(40, 41, correlation=3),
+            driver(50, 51, correlation=5),
+            runtime(60, 61, "cudaGraphLaunch", correlation=6),
+            op(0, 100, correlation=-1),
+        ],
+    )
+    r = analyze(tl)
+    r.check()
+    lat = r.host.launch_latency
+    # latencies 10, 25, 6, 10 -> sorted 6 10 10 25; p95 = 10 + 0.85 * 15 = 22.75 (linear)
+    assert (lat.count, lat.mean_ns, lat.p50_ns, lat.max_ns) == (4, 12.75, 10.0, 25)
+    assert abs(lat.p95_ns - 22.75) < 1e-9
+    assert r.to_dict()["host"]["launch_latency"] == {
+        "count": 4,
+        "mean_us": 0.01275,
+        "p50_us": 0.01,
+        "p95_us": lat.p95_ns / 1000,
+        "max_us": 0.025,
+    }
+
+
+def test_launch_latency_without_launches_is_null() -> None:
+    lat = analyze(timeline(gpu=[kernel(0, 5)])).host.launch_latency
+    assert (lat.count, lat.mean_ns, lat.p50_ns, lat.p95_ns, lat.max_ns) == (
+        0,
+        None,
+        None,
+        None,
+        None,
+    )
+
+
+def test_kernel_gaps_and_launch_bound_stream() -> None:
+    tl = timeline(
+        gpu=[
+            # stream 7: kernels 2, 2, 3, 1 ns long with gaps 8, 8, 7 -> launch-bound
+            kernel(0, 2),
+            kernel(10, 12),
+            kernel(20, 23),
+            kernel(30, 31),
+            # stream 20: [0,10) [5,8) [10,20) [25,26): the gap after [5,8) is measured from the
+            # latest end so far (10), so gaps 0, 0, 5; kernels 10, 3, 10, 1 -> median 6.5
+            kernel(0, 10, stream=20),
+            kernel(5, 8, stream=20),
+            kernel(10, 20, stream=20),
+            kernel(25, 26, stream=20),
+            # stream 21: one kernel -> no row
+            kernel(0, 1, stream=21),
+        ]
+    )
+    r = analyze(tl)
+    r.check()
+    g7, g20 = r.host.kernel_gaps
+    assert (g7.device, g7.stream, g7.gaps, g7.mean_ns, g7.p50_ns, g7.max_ns) == (
+        0,
+        7,
+        3,
+        23 / 3,
+        8.0,
+        8,
+    )
+    assert (g7.kernel_p50_ns, g7.launch_bound) == (2.0, True)
+    assert (g20.stream, g20.gaps, g20.mean_ns, g20.p50_ns, g20.max_ns) == (20, 1, 5 / 3, 0.0, 5)
+    assert (g20.kernel_p50_ns, g20.launch_bound) == (6.5, False)
+    assert (
+        "Kernels on GPU 0 stream 7 are launch-bound: median kernel 2 ns, median gap 8 ns"
+        in r.headlines
+    )
+
+
+def test_kernel_gaps_ignore_copies_and_other_devices() -> None:
+    tl = timeline(gpu=[kernel(0, 1), kernel(5, 6), kernel(0, 1, device=1)])
+    assert [(g.device, g.stream) for g in kernel_gaps(tl.gpu, [0])] == [(0, 7)]
+    assert kernel_gaps(tl.gpu, [1]) == ()
+
+
+def test_host_figures_of_a_cpu_only_trace() -> None:
+    r = analyze(timeline(cpu=[op(0, 10), runtime(2, 3, pid=HOST_PID)]))
+    r.check()
+    assert r.host.devices == ()
+    assert r.host.kernel_gaps == ()
+    assert r.host.launch_latency.count == 0

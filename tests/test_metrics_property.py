@@ -1,0 +1,435 @@
+"""Random small timelines: every figure equals a slow, obvious per-nanosecond computation.
+
+The reference below reads the timeline's rows as Python tuples and works with sets
+of integer ticks (time t is busy when some interval has start <= t < end); it
+shares nothing with traceprobe's interval code. Report.check() runs on every report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from frames import timeline
+from traceprobe.report import analyze
+
+COPY_KINDS = ["HtoD", "DtoH", "DtoD", "PtoP", "HtoH"]
+RUNTIME = ["cuda_runtime", "cuda_sync", "cuda_driver"]
+
+gpu_row = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(["kernel", "kernel", "memcpy", "memset"]),
+        "name": st.sampled_from(["a", "b", "c"]),
+        "device": st.integers(0, 2),
+        "stream": st.integers(1, 3),
+        "start": st.integers(0, 40),
+        "dur": st.integers(0, 10),
+        "correlation": st.sampled_from([-1, 1, 2, 3, 4, 5]),
+        "bytes": st.sampled_from([-1, 0, 64, 100]),
+        "copy_kind": st.sampled_from(COPY_KINDS + [""]),
+        "src_kind": st.sampled_from(["Pageable", "Pinned", "Device"]),
+        "comm": st.booleans(),
+    }
+)
+cpu_row = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(
+            ["cpu_op", "cpu_op", "cuda_runtime", "cuda_driver", "cuda_sync", "user_annotation"]
+        ),
+        "name": st.sampled_from(["x", "y", "cudaA", "cudaB"]),
+        "pid": st.sampled_from([100, 100, 200, 0]),
+        "start": st.integers(-5, 45),
+        "dur": st.integers(0, 15),
+        "correlation": st.sampled_from([-1, 1, 2, 3, 4, 5]),
+    }
+)
+
+
+@st.composite
+def timelines(draw):
+    gpu = []
+    for r in draw(st.lists(gpu_row, max_size=12)):
+        row = {k: v for k, v in r.items() if k != "dur"}
+        row["end"] = r["start"] + r["dur"]
+        if r["kind"] != "memcpy":
+            row.update(copy_kind="", src_kind="", bytes=-1 if r["kind"] == "kernel" else r["bytes"])
+        if r["kind"] != "kernel":
+            row["comm"] = False
+        gpu.append(row)
+    cpu = [
+        {**{k: v for k, v in r.items() if k != "dur"}, "end": r["start"] + r["dur"]}
+        for r in draw(st.lists(cpu_row, max_size=10))
+    ]
+    cuts = sorted(draw(st.lists(st.integers(-5, 50), max_size=4, unique=True)))
+    steps = [(n + 1, cuts[2 * n], cuts[2 * n + 1]) for n in range(len(cuts) // 2)]
+    return timeline(gpu=gpu, cpu=cpu, steps=steps)
+
+
+# -- the slow reference ----------------------------------------------------------------------
+
+
+def ticks(rows) -> set[int]:
+    out: set[int] = set()
+    for r in rows:
+        out.update(range(r["start"], r["end"]))
+    return out
+
+
+def clip(rows, lo: int, hi: int) -> list[dict]:
+    out = []
+    for r in rows:
+        s, e = r["start"], r["end"]
+        if (s < hi and e > lo) or (s == e and lo <= s < hi):
+            out.append({**r, "start": min(max(s, lo), hi), "end": min(max(e, lo), hi)})
+    return out
+
+
+def median(xs: list[float]) -> float:
+    return percentile(xs, 50)
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    xs = sorted(xs)
+    pos = (len(xs) - 1) * q / 100
+    i = math.floor(pos)
+    j = min(i + 1, len(xs) - 1)
+    return xs[i] + (xs[j] - xs[i]) * (pos - i)
+
+
+def frac(a: float, b: float) -> float | None:
+    return None if b == 0 else a / b
+
+
+def host_pid(cpu: list[dict]) -> int | None:
+    for kinds in (("cuda_runtime", "cuda_driver"), ("cpu_op",)):
+        counts: dict[int, int] = defaultdict(int)
+        for r in cpu:
+            if r["kind"] in kinds:
+                counts[r["pid"]] += 1
+        if counts:
+            best = max(counts.values())
+            return min(p for p, n in counts.items() if n == best)
+    return None
+
+
+def reference(gpu_all, cpu_all, steps_all, lo, hi, step, devices, pid) -> dict[str, Any]:
+    """Every figure for window [lo, hi); a step window clips events, the whole trace holds all."""
+    if step is not None:
+        gpu_all, cpu_all, steps_all = (clip(x, lo, hi) for x in (gpu_all, cpu_all, steps_all))
+    gpu = [r for r in gpu_all if r["device"] in devices]
+    cpu = cpu_all
+    span = hi - lo
+    window = set(range(lo, hi))
+    gpu_span = (max(r["end"] for r in gpu) - min(r["start"] for r in gpu)) if gpu else 0
+    on = {d: [r for r in gpu if r["device"] == d] for d in devices}
+    busy = {d: ticks(on[d]) for d in devices}
+    stream_keys = sorted({(r["device"], r["stream"]) for r in gpu})
+    srows = {k: [r for r in gpu if (r["device"], r["stream"]) == k] for k in stream_keys}
+    sbusy = {k: ticks(v) for k, v in srows.items()}
+
+    def of(rows, kind):
+        return [r for r in rows if r["kind"] == kind]
+
+    def depth_ge(sets, k):
+        return sum(1 for t in set().union(*sets) if sum(t in s for s in sets) >= k) if sets else 0
+
+    devs = []
+    for d in devices:
+        rows = on[d]
+        devs.append(
+            {
+                "device": d,
+                "name": None,
+                "busy_ns": len(busy[d]),
+                "kernel_ns": len(ticks(of(rows, "kernel"))),
+                "memcpy_ns": len(ticks(of(rows, "memcpy"))),
+                "memset_ns": len(ticks(of(rows, "memset"))),
+                "idle_ns": span - len(busy[d]),
+                "utilization": frac(len(busy[d]), span),
+                "active_span_ns": (max(r["end"] for r in rows) - min(r["start"] for r in rows))
+                if rows
+                else 0,
+                "kernels": len(of(rows, "kernel")),
+                "memcpys": len(of(rows, "memcpy")),
+                "memsets": len(of(rows, "memset")),
+                "streams": len({r["stream"] for r in rows}),
+            }
+        )
+    streams = []
+    for (d, s), rows in srows.items():
+        streams.append(
+            {
+                "device": d,
+                "stream": s,
+                "busy_ns": len(sbusy[(d, s)]),
+                "kernels": len(of(rows, "kernel")),
+                "memcpys": len(of(rows, "memcpy")),
+                "memsets": len(of(rows, "memset")),
+                "kernel_ns": len(ticks(of(rows, "kernel"))),
+                "memcpy_ns": len(ticks(of(rows, "memcpy"))),
+                "self_overlap_ns": depth_ge([set(range(r["start"], r["end"])) for r in rows], 2),
+            }
+        )
+    cross = []
+    for i, a in enumerate(devices):
+        for b in devices[i + 1 :]:
+            both, either = len(busy[a] & busy[b]), len(busy[a] | busy[b])
+            cross.append(
+                {
+                    "devices": [a, b],
+                    "overlap_ns": both,
+                    "either_ns": either,
+                    "fraction_of_either": frac(both, either),
+                    "fraction_of_min": frac(both, min(len(busy[a]), len(busy[b]))),
+                }
+            )
+    copies = []
+    for d in devices:
+        kt = ticks(of(on[d], "kernel"))
+        cps = of(on[d], "memcpy")
+        for direction in ["all"] + [c for c in COPY_KINDS if any(r["copy_kind"] == c for r in cps)]:
+            sub = [r for r in cps if direction in ("all", r["copy_kind"])]
+            ct = ticks(sub)
+            copies.append(
+                {
+                    "device": d,
+                    "direction": direction,
+                    "memcpy_ns": len(ct),
+                    "hidden_ns": len(ct & kt),
+                    "exposed_ns": len(ct - kt),
+                    "hidden_fraction": frac(len(ct & kt), len(ct)),
+                    "copies": len(sub),
+                    "bytes": sum(max(r["bytes"], 0) for r in sub),
+                    "pageable": sum(1 for r in sub if "Pageable" in (r["src_kind"], r["dst_kind"])),
+                }
+            )
+    comms = []
+    for d in devices:
+        ks = of(on[d], "kernel")
+        if any(r["comm"] for r in ks):
+            c = ticks([r for r in ks if r["comm"]])
+            o = ticks([r for r in ks if not r["comm"]])
+            comms.append(
+                {
+                    "device": d,
+                    "comm_ns": len(c),
+                    "hidden_ns": len(c & o),
+                    "exposed_ns": len(c - o),
+                    "hidden_fraction": frac(len(c & o), len(c)),
+                }
+            )
+    conc = []
+    for d in devices:
+        keys = [k for k in stream_keys if k[0] == d]
+        sets = [sbusy[k] for k in keys]
+        conc.append(
+            {
+                "device": d,
+                "streams": len(keys),
+                "concurrent_ns": depth_ge(sets, 2),
+                "max_concurrent": max(
+                    (sum(t in s for s in sets) for t in set().union(*sets)), default=0
+                )
+                if sets
+                else 0,
+                "pairs": [
+                    {"streams": [a[1], b[1]], "overlap_ns": len(sbusy[a] & sbusy[b])}
+                    for i, a in enumerate(keys)
+                    for b in keys[i + 1 :]
+                ],
+            }
+        )
+    multi = sum(1 for t in window if sum(t in busy[d] for d in devices) >= 2)
+
+    calls = [
+        r for r in cpu if pid is not None and r["pid"] == pid and r["kind"] in RUNTIME + ["cpu_op"]
+    ]
+    rt = ticks([r for r in calls if r["kind"] in RUNTIME])
+    host_devs = []
+    for d in devices:
+        idle = window - busy[d]
+        causes = []
+        for kind, name in sorted({(r["kind"], r["name"]) for r in calls}):
+            target = idle if kind in RUNTIME else idle - rt
+            mine = [r for r in calls if (r["kind"], r["name"]) == (kind, name)]
+            charged = len(ticks(mine) & target)
+            n = sum(1 for r in mine if set(range(r["start"], r["end"])) & target)
+            if charged:
+                causes.append({"name": name, "kind": kind, "ns": charged, "calls": n})
+        order = {k: i for i, k in enumerate(RUNTIME + ["cpu_op"])}
+        causes.sort(key=lambda c: (-c["ns"], order[c["kind"]], c["name"]))
+        host_devs.append(
+            {
+                "device": d,
+                "idle_ns": len(idle),
+                "idle_host_busy_ns": len(idle & ticks(calls)),
+                "causes": causes[:5],
+            }
+        )
+    first_kernel: dict[int, int] = {}
+    for r in of(gpu, "kernel"):
+        if r["correlation"] >= 0:
+            c = r["correlation"]
+            first_kernel[c] = min(first_kernel.get(c, r["start"]), r["start"])
+    launch: dict[int, int] = {}
+    for r in cpu:
+        if r["kind"] in ("cuda_runtime", "cuda_driver") and r["correlation"] >= 0:
+            launch.setdefault(r["correlation"], r["start"])
+    lats = [first_kernel[c] - launch[c] for c in first_kernel if c in launch]
+    lats = [x for x in lats if x >= 0]
+    latency = {"count": len(lats), "mean_ns": None, "p50_ns": None, "p95_ns": None, "max_ns": None}
+    if lats:
+        latency.update(
+            mean_ns=sum(lats) / len(lats),
+            p50_ns=median(lats),
+            p95_ns=percentile(lats, 95),
+            max_ns=max(lats),
+        )
+    gaps = []
+    for (d, s), rows in srows.items():
+        ks = sorted((r["start"], r["end"]) for r in of(rows, "kernel"))
+        if len(ks) < 2:
+            continue
+        latest, gs = ks[0][1], []
+        for start, end in ks[1:]:
+            gs.append(max(0, start - latest))
+            latest = max(latest, end)
+        kp50 = median([e - b for b, e in ks])
+        gaps.append(
+            {
+                "device": d,
+                "stream": s,
+                "gaps": sum(1 for g in gs if g > 0),
+                "mean_ns": sum(gs) / len(gs),
+                "p50_ns": median(gs),
+                "max_ns": max(gs),
+                "kernel_p50_ns": kp50,
+                "launch_bound": kp50 < median(gs),
+            }
+        )
+    serial = sum(len(v) for v in sbusy.values())
+    union = len(set().union(*busy.values())) if devices else 0
+    totals: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for r in of(gpu, "kernel"):
+        t = totals[(r["name"], r["device"])]
+        t[0] += 1
+        t[1] += r["end"] - r["start"]
+    all_k = sum(t[1] for t in totals.values())
+    top_k = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][1]))[:10]
+    ops: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in of(cpu, "cpu_op"):
+        ops[r["name"]][0] += 1
+        ops[r["name"]][1] += r["end"] - r["start"]
+    top_o = sorted(ops.items(), key=lambda kv: (-kv[1][1], kv[0]))[:10]
+    return {
+        "window": {"start_ns": lo, "end_ns": hi, "step": step},
+        "span_ns": span,
+        "gpu_span_ns": gpu_span,
+        "counts": {
+            "kernels": len(of(gpu, "kernel")),
+            "memcpys": len(of(gpu, "memcpy")),
+            "memsets": len(of(gpu, "memset")),
+            "cpu_ops": len(of(cpu, "cpu_op")),
+            "runtime_calls": sum(r["kind"] in ("cuda_runtime", "cuda_driver") for r in cpu),
+            "steps": len(steps_all),
+        },
+        "devices": devs,
+        "streams": streams,
+        "overlap": {
+            "cross_device": cross,
+            "multi_device_ns": multi,
+            "copy_compute": copies,
+            "comm_compute": comms,
+            "streams": conc,
+        },
+        "host": {"devices": host_devs, "launch_latency": latency, "kernel_gaps": gaps},
+        "serial": {
+            "serial_ns": serial,
+            "busy_union_ns": union,
+            "gpu_span_ns": gpu_span,
+            "speedup_vs_span": frac(serial, gpu_span),
+            "parallelism": frac(serial, union),
+        },
+        "top_kernels": [
+            {
+                "name": n,
+                "device": d,
+                "count": c,
+                "total_ns": t,
+                "mean_ns": t / c,
+                "fraction": frac(t, all_k),
+            }
+            for (n, d), (c, t) in top_k
+        ],
+        "top_ops": [
+            {"name": n, "count": c, "total_ns": t, "mean_ns": t / c} for n, (c, t) in top_o
+        ],
+    }
+
+
+# -- comparison -------------------------------------------------------------------------------
+
+
+def tree(value: Any) -> Any:
+    """A report as nested dicts/lists in ns, internal fields left out."""
+    if is_dataclass(value):
+        return {
+            f.name: tree(getattr(value, f.name))
+            for f in fields(value)
+            if not f.metadata.get("internal")
+        }
+    if isinstance(value, (list, tuple)):
+        return [tree(v) for v in value]
+    return value
+
+
+def assert_same(ours: Any, want: Any, where: str = "$") -> None:
+    if isinstance(want, dict):
+        for k, v in want.items():
+            assert_same(ours[k], v, f"{where}.{k}")
+    elif isinstance(want, list):
+        assert len(ours) == len(want), (
+            f"{where}: {len(ours)} rows, want {len(want)}: {ours} / {want}"
+        )
+        for i, (o, w) in enumerate(zip(ours, want, strict=True)):
+            assert_same(o, w, f"{where}[{i}]")
+    elif isinstance(want, float) and not isinstance(want, bool):
+        assert ours is not None and math.isclose(ours, want, rel_tol=1e-12, abs_tol=1e-12), (
+            f"{where}: {ours} != {want}"
+        )
+    else:
+        assert ours == want, f"{where}: {ours!r} != {want!r}"
+
+
+def rows(frame) -> list[dict]:
+    return frame.to_dict("records")
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    timelines(),
+    st.sampled_from([None, "all"]),
+    st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=1, max_size=3)),
+)
+def test_every_figure_matches_the_slow_computation(tl, step, devices) -> None:
+    r = analyze(tl, step=step, devices=devices)
+    r.check()
+    gpu, cpu, steps = rows(tl.gpu), rows(tl.cpu), rows(tl.steps)
+    devs = sorted(set(devices)) if devices is not None else sorted({g["device"] for g in gpu})
+    pid = host_pid(cpu)
+    spans = [(x["start"], x["end"]) for x in gpu + cpu]
+    lo, hi = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+    assert_same(tree(r), reference(gpu, cpu, steps, lo, hi, None, devs, pid))
+    if step == "all":
+        assert len(r.steps) == len(steps)
+        for sub, srow in zip(r.steps, steps, strict=True):
+            want = reference(gpu, cpu, steps, srow["start"], srow["end"], srow["step"], devs, pid)
+            assert_same(tree(sub), want, f"$.steps[{srow['step']}]")
