@@ -296,8 +296,29 @@ def record_variant(
         }
         if not m["traces"]:
             raise RecordError(f"{spec.name}/{variant}: the profiler wrote no trace into {tmp}")
+        m["tensorboard_scalars"] = write_scalars(tmp)
         meta.write(tmp / meta.FILENAME, m)
     return m
+
+
+def write_scalars(folder: Path) -> str:
+    """traceprobe's per-step figures as TensorBoard scalars beside the traces; says what it did.
+
+    Needs the analysis wing's dependencies (msgspec, tensorboard). Where they are missing
+    (e.g. a bare GPU box with torch only), the traces are still recorded and the metadata
+    says why there are no scalars; `traceprobe analyze DIR --tensorboard` adds them later.
+    """
+    try:
+        from traceprobe import loader, report, tensorboard
+
+        reports = [report.analyze(t, step="all").to_dict() for t in loader.load_many(
+            loader.find_traces(folder), jobs=1)]
+        files = tensorboard.write_scalars(folder, reports)
+    except ImportError as e:
+        return f"not written: {e}; run `traceprobe analyze DIR --tensorboard` where it is installed"
+    except Exception as e:  # noqa: BLE001 - the traces matter more than the scalars
+        return f"not written: {type(e).__name__}: {e}"
+    return ", ".join(str(Path(f).relative_to(folder)) for f in files)
 
 
 @contextlib.contextmanager
