@@ -19,11 +19,13 @@ from pathlib import Path
 import pytest
 
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus" / "hta"
-TRACES = sorted(CORPUS.glob("*.json.gz")) if CORPUS.is_dir() else []
-pytestmark = [
-    pytest.mark.skipif(not TRACES, reason=f"trace corpus not found at {CORPUS}"),
-    pytest.mark.slow,
-]
+REPO = Path(__file__).parents[1]
+# Third-party traces (where ../shared/corpus exists) and our own, recorded on 1 and 2 H200s:
+# the committed samples and the 98 MB single-GPU training trace of the benchmark.
+OWN = sorted((REPO / "sample_traces").rglob("*.pt.trace.json.gz")) + sorted(
+    (REPO / "bench").glob("*.pt.trace.json.gz"))
+TRACES = (sorted(CORPUS.glob("*.json.gz")) if CORPUS.is_dir() else []) + OWN
+pytestmark = [pytest.mark.slow]
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 NOT_EVENTS = {"gpu_user_annotation", "Trace"}  # labels the loader leaves out
@@ -150,14 +152,14 @@ def pairs_of(rows):
 def loaded():
     from traceprobe.loader import load
 
-    return {p.name: (load(p), *read_raw(p)) for p in TRACES}
+    return {str(p): (load(p), *read_raw(p)) for p in TRACES}
 
 
-@pytest.mark.parametrize("path", TRACES, ids=[p.name[:40] for p in TRACES])
+@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(p.parents[2]))[:60] for p in TRACES])
 def test_device_copy_and_stream_figures_match_raw_json(path: Path, loaded) -> None:
     from traceprobe.report import analyze
 
-    tl, gpu, (lo, hi) = loaded[path.name]
+    tl, gpu, (lo, hi) = loaded[str(path)]
     r = analyze(tl, step="all")
     r.check()
     assert (r.window.start_ns, r.window.end_ns, r.span_ns) == (lo, hi, hi - lo)
@@ -257,15 +259,22 @@ def test_device_copy_and_stream_figures_match_raw_json(path: Path, loaded) -> No
         assert p.overlap_ns == both(busy_of[p.devices[0]], busy_of[p.devices[1]])
 
 
-def test_two_ranks_cross_trace_matches_raw_json(loaded) -> None:
+RANK_PAIRS = {
+    "corpus": lambda p: p.name.startswith("trace_filter_sampled_rank-"),
+    "h200x2-ddp": lambda p: "ddp" in p.parts and "h200x2" in p.parts,
+}
+
+
+@pytest.mark.parametrize("group", sorted(RANK_PAIRS))
+def test_two_ranks_cross_trace_matches_raw_json(loaded, group) -> None:
     from traceprobe.report import analyze_many
 
-    names = [p.name for p in TRACES if p.name.startswith("trace_filter_sampled_rank-")]
+    names = [str(p) for p in TRACES if RANK_PAIRS[group](p)]
     if len(names) < 2:
-        pytest.skip("the two-rank traces are not in the corpus")
+        pytest.skip(f"the two-rank traces of {group} are not here")
     m = analyze_many([loaded[n][0] for n in names])
     m.check()
-    (ra, rb) = [read_raw(CORPUS / n) for n in names]
+    (ra, rb) = [read_raw(Path(n)) for n in names]
     windows_meet = max(ra[1][0], rb[1][0]) < min(ra[1][1], rb[1][1])
     assert bool(m.cross_trace.pairs) == windows_meet
     for p in m.cross_trace.pairs:
