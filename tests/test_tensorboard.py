@@ -286,7 +286,8 @@ def test_scalars_and_profiler_run_through_a_real_tensorboard(server: Server) -> 
     for name, run_dir in runs.items():
         reports = [traceprobe.analyze(traceprobe.load(p), step="all").to_dict()
                    for p in find_traces(run_dir)]
-        [written] = tb.write_scalars(run_dir, reports)
+        # `traceprobe record` already wrote this run's scalars; force rewrites them the same way
+        [written] = tb.write_scalars(run_dir, reports, force=True)
         assert written.parent == run_dir / "traceprobe"
         expected[f"{name}/traceprobe"] = [s for r in reports for s in tb.step_scalars(r)]
     gpu = dict(expected["handmade/gpu/traceprobe"])

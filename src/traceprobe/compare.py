@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from traceprobe.errors import UsageError
-from traceprobe.render.tables import fmt_pct, fmt_ratio, fmt_time
+from traceprobe.render.units import fmt_pct, fmt_ratio, fmt_time
 
 Report = Mapping[str, Any]
 SCHEMA = "traceprobe.compare/1"

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceprobe.errors import UsageError
-from traceprobe.render import tables as tb
+from traceprobe.render.units import DASH, fmt_count, fmt_pct, fmt_ratio, fmt_time
 
 FORMATS = ("text", "markdown", "json")
 WIDTH = 100
@@ -49,7 +49,7 @@ def machine_line(d: Mapping[str, Any]) -> str:
         where = ", ".join(f"{gpus.count(n)} x {n}" for n in names)
     else:
         where = "no GPU (CPU only)"
-    parts = [where, f"torch {m.get('torch') or tb.DASH}"]
+    parts = [where, f"torch {m.get('torch') or DASH}"]
     if m.get("cuda"):
         parts.append(f"CUDA {m['cuda']}")
     if m.get("hostname"):
@@ -75,19 +75,19 @@ def value(v: Any, unit: str | None) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(value(x, unit) for x in v) + "]"
     if v is None:
-        return tb.DASH
+        return DASH
     if isinstance(v, bool) or unit == "bool":
         return "yes" if v else "no"
     if isinstance(v, str):
         return v
     if unit == "us":
-        return tb.fmt_time(v)
+        return fmt_time(v)
     if unit == "fraction":
-        return tb.fmt_pct(v)
+        return fmt_pct(v)
     if unit == "ratio":
-        return tb.fmt_ratio(v)
+        return fmt_ratio(v)
     if float(v).is_integer():
-        return tb.fmt_count(v)
+        return fmt_count(v)
     return f"{v:.3g}"
 
 

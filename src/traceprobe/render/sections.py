@@ -1,0 +1,365 @@
+"""The tables of one trace's report: one builder per report section, in the order shown.
+
+    tables = trace_tables(report, top=10)   # -> [Table]: GPUs, streams, overlaps, host, ...
+
+Each builder reads one section of the report dict (docs/REPORT_SCHEMA.md) with ``.get``
+and returns a :class:`Table` of formatted cells (:mod:`traceprobe.render.units`), or None
+when the report has nothing for it. Nothing is computed here but unit conversions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from traceprobe.render.units import (
+    DASH,
+    fmt_bytes,
+    fmt_count,
+    fmt_device,
+    fmt_pct,
+    fmt_ratio,
+    fmt_time,
+)
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table; a table without columns is only its ``notes`` (lines of text)."""
+
+    title: str
+    headers: tuple[str, ...] = ()
+    align: str = ""  # one of "l"/"r" per column
+    rows: Sequence[tuple[str, ...]] = ()
+    notes: Sequence[str] = ()
+    code: frozenset[int] = frozenset()  # columns holding names (kernels, ops, calls)
+
+    def __post_init__(self) -> None:
+        assert len(self.align) == len(self.headers), (self.title, self.align, self.headers)
+        for r in self.rows:
+            assert len(r) == len(self.headers), (self.title, r)
+
+
+def trace_tables(report: Mapping[str, Any], *, top: int = 10) -> list[Table]:
+    """The tables of one trace's report, in the order they are shown; sections the report
+    lacks are left out (``top`` caps the top-kernel, top-op and stream-pair rows)."""
+    return [
+        t
+        for t in (
+            _devices(report),
+            _streams(report),
+            _cross_device(report),
+            _copy_compute(report),
+            _comm_compute(report),
+            _stream_concurrency(report, top),
+            _host_idle(report),
+            _idle_causes(report),
+            _launch_latency(report),
+            _kernel_gaps(report),
+            _serial(report),
+            _top_kernels(report, top),
+            _top_ops(report, top),
+            _steps(report),
+        )
+        if t is not None
+    ]
+
+
+def _rows(r: Mapping[str, Any], *path: str) -> list[Row]:
+    cur: Any = r
+    for key in path:
+        cur = (cur or {}).get(key)
+    return [x for x in (cur or []) if isinstance(x, Mapping)]
+
+
+def _devices(r: Mapping[str, Any]) -> Table:
+    devs = _rows(r, "devices")
+    if not devs:
+        return Table("GPUs", notes=["No GPU activity in this window."])
+    memsets = any(d.get("memsets") or d.get("memset_us") for d in devs)
+    headers = ["GPU", "name", "busy", "util", "idle", "kernel time", "copy time"]
+    headers += ["memset time"] if memsets else []
+    headers += ["active span", "kernels", "copies"] + (["memsets"] if memsets else []) + ["streams"]
+    rows = []
+    for d in devs:
+        row = [
+            fmt_device(d.get("device")),
+            str(d.get("name") or DASH),
+            fmt_time(d.get("busy_us")),
+            fmt_pct(d.get("utilization")),
+            fmt_time(d.get("idle_us")),
+            fmt_time(d.get("kernel_us")),
+            fmt_time(d.get("memcpy_us")),
+        ]
+        row += [fmt_time(d.get("memset_us"))] if memsets else []
+        row += [fmt_time(d.get("active_span_us")), fmt_count(d.get("kernels")),
+                fmt_count(d.get("memcpys"))]
+        row += [fmt_count(d.get("memsets"))] if memsets else []
+        row += [fmt_count(d.get("streams"))]
+        rows.append(tuple(row))
+    align = "rl" + "r" * (len(headers) - 2)
+    notes = ["busy: time with any kernel, copy or memset running; util: busy / window"]
+    return Table("GPUs", tuple(headers), align, rows, notes)
+
+
+def _streams(r: Mapping[str, Any]) -> Table | None:
+    streams = _rows(r, "streams")
+    if not streams:
+        return None
+    headers = ("GPU", "stream", "busy", "kernel time", "copy time", "kernels", "copies",
+               "memsets", "self-overlap")
+    rows = [
+        (
+            fmt_device(s.get("device")),
+            str(s.get("stream", DASH)),
+            fmt_time(s.get("busy_us")),
+            fmt_time(s.get("kernel_us")),
+            fmt_time(s.get("memcpy_us")),
+            fmt_count(s.get("kernels")),
+            fmt_count(s.get("memcpys")),
+            fmt_count(s.get("memsets")),
+            fmt_time(s.get("self_overlap_us")),
+        )
+        for s in streams
+    ]
+    notes = []
+    bad = [s for s in streams if (s.get("self_overlap_us") or 0) > 0]
+    if bad:
+        where = ", ".join(f"GPU {s.get('device')} stream {s.get('stream')}" for s in bad)
+        notes.append(f"activities of one stream overlap each other on {where}: "
+                     "the trace's timestamps are skewed there")
+    return Table("Streams", headers, "r" * len(headers), rows, notes)
+
+
+def _cross_device(r: Mapping[str, Any]) -> Table | None:
+    pairs = _rows(r, "overlap", "cross_device")
+    if not pairs:
+        return None
+    headers = ("GPUs", "both busy", "either busy", "of either", "of the less busy")
+    rows = [
+        (
+            " & ".join(str(d) for d in p.get("devices") or []),
+            fmt_time(p.get("overlap_us")),
+            fmt_time(p.get("either_us")),
+            fmt_pct(p.get("fraction_of_either")),
+            fmt_pct(p.get("fraction_of_min")),
+        )
+        for p in pairs
+    ]
+    notes = []
+    multi = (r.get("overlap") or {}).get("multi_device_us")
+    if multi is not None:
+        notes.append(f"time with two or more GPUs busy at once: {fmt_time(multi)}")
+    return Table("GPU vs GPU", headers, "lrrrr", rows, notes)
+
+
+def _copy_compute(r: Mapping[str, Any]) -> Table | None:
+    rows_in = _rows(r, "overlap", "copy_compute")
+    if not rows_in:
+        return None
+    headers = ("GPU", "direction", "copies", "bytes", "copy time", "hidden", "exposed",
+               "hidden %", "pageable")
+    rows = [
+        (
+            fmt_device(c.get("device")),
+            str(c.get("direction", DASH)),
+            fmt_count(c.get("copies")),
+            fmt_bytes(c.get("bytes")),
+            fmt_time(c.get("memcpy_us")),
+            fmt_time(c.get("hidden_us")),
+            fmt_time(c.get("exposed_us")),
+            fmt_pct(c.get("hidden_fraction")),
+            fmt_count(c.get("pageable")),
+        )
+        for c in rows_in
+    ]
+    notes = ["hidden: copy time during which a kernel ran on the same GPU; "
+             "pageable: copies from or to pageable (not pinned) host memory"]
+    return Table("Copies vs compute", headers, "rlrrrrrrr", rows, notes)
+
+
+def _comm_compute(r: Mapping[str, Any]) -> Table | None:
+    rows_in = _rows(r, "overlap", "comm_compute")
+    if not rows_in:
+        return None
+    headers = ("GPU", "communication", "hidden", "exposed", "hidden %")
+    rows = [
+        (
+            fmt_device(c.get("device")),
+            fmt_time(c.get("comm_us")),
+            fmt_time(c.get("hidden_us")),
+            fmt_time(c.get("exposed_us")),
+            fmt_pct(c.get("hidden_fraction")),
+        )
+        for c in rows_in
+    ]
+    notes = ["hidden: communication-kernel time during which another kernel ran on the same GPU"]
+    return Table("Communication vs compute", headers, "rrrrr", rows, notes)
+
+
+def _stream_concurrency(r: Mapping[str, Any], top: int) -> Table | None:
+    rows_in = [s for s in _rows(r, "overlap", "streams") if (s.get("streams") or 0) >= 2]
+    if not rows_in:
+        return None
+    headers = ("GPU", "streams", "2+ busy", "most at once", "most overlapping pair", "pair overlap")
+    rows = []
+    for s in rows_in:
+        pairs = sorted(
+            (p for p in s.get("pairs") or [] if (p.get("overlap_us") or 0) > 0),
+            key=lambda p: -float(p.get("overlap_us") or 0),
+        )
+        best = pairs[0] if pairs else None
+        rows.append(
+            (
+                fmt_device(s.get("device")),
+                fmt_count(s.get("streams")),
+                fmt_time(s.get("concurrent_us")),
+                fmt_count(s.get("max_concurrent")),
+                " & ".join(str(x) for x in best.get("streams") or []) if best else DASH,
+                fmt_time(best.get("overlap_us")) if best else DASH,
+            )
+        )
+    notes = ["2+ busy: time with at least two of the GPU's streams running at once"]
+    for s in rows_in:
+        pairs = sorted(
+            (p for p in s.get("pairs") or [] if (p.get("overlap_us") or 0) > 0),
+            key=lambda p: -float(p.get("overlap_us") or 0),
+        )
+        if len(pairs) > 1:
+            shown = ", ".join(
+                f"{'&'.join(str(x) for x in p.get('streams') or [])} "
+                f"{fmt_time(p.get('overlap_us'))}"
+                for p in pairs[:top]
+            )
+            more = f" and {len(pairs) - top} more" if len(pairs) > top else ""
+            notes.append(f"GPU {s.get('device')} overlapping stream pairs: {shown}{more}")
+    return Table("Stream vs stream", headers, "rrrrlr", rows, notes)
+
+
+def _host_idle(r: Mapping[str, Any]) -> Table | None:
+    devs = _rows(r, "host", "devices")
+    if not devs:
+        return None
+    headers = ("GPU", "GPU idle", "host busy meanwhile")
+    rows = [
+        (fmt_device(d.get("device")), fmt_time(d.get("idle_us")),
+         fmt_time(d.get("idle_host_busy_us")))
+        for d in devs
+    ]
+    notes = ["host busy meanwhile: GPU idle time during which the host ran runtime calls, "
+             "syncs or CPU ops"]
+    return Table("Host vs GPU", headers, "rrr", rows, notes)
+
+
+def _idle_causes(r: Mapping[str, Any]) -> Table | None:
+    rows = []
+    for d in _rows(r, "host", "devices"):
+        for c in d.get("causes") or []:
+            rows.append((fmt_device(d.get("device")), str(c.get("name", DASH)),
+                         str(c.get("kind", DASH)), fmt_time(c.get("us")),
+                         fmt_count(c.get("calls"))))
+    if not rows:
+        return None
+    headers = ("GPU", "host call", "kind", "during GPU idle", "calls")
+    return Table("What the host did while the GPU was idle", headers, "rllrr", rows,
+                 code=frozenset({1}))
+
+
+def _launch_latency(r: Mapping[str, Any]) -> Table | None:
+    lat = (r.get("host") or {}).get("launch_latency")
+    if not lat or not lat.get("count"):
+        return None
+    line = (
+        f"from launch call to kernel start, over {fmt_count(lat.get('count'))} kernels: "
+        f"mean {fmt_time(lat.get('mean_us'))}, p50 {fmt_time(lat.get('p50_us'))}, "
+        f"p95 {fmt_time(lat.get('p95_us'))}, max {fmt_time(lat.get('max_us'))}"
+    )
+    return Table("Launch latency", notes=[line])
+
+
+def _kernel_gaps(r: Mapping[str, Any]) -> Table | None:
+    gaps = _rows(r, "host", "kernel_gaps")
+    if not gaps:
+        return None
+    headers = ("GPU", "stream", "gaps", "mean gap", "p50 gap", "max gap", "p50 kernel",
+               "launch-bound")
+    rows = [
+        (
+            fmt_device(g.get("device")),
+            str(g.get("stream", DASH)),
+            fmt_count(g.get("gaps")),
+            fmt_time(g.get("mean_us")),
+            fmt_time(g.get("p50_us")),
+            fmt_time(g.get("max_us")),
+            fmt_time(g.get("kernel_p50_us")),
+            "yes" if g.get("launch_bound") else "no",
+        )
+        for g in gaps
+    ]
+    notes = ["launch-bound: the median kernel is shorter than the median wait between kernels"]
+    return Table("Gaps between kernels", headers, "rrrrrrrl", rows, notes)
+
+
+def _serial(r: Mapping[str, Any]) -> Table | None:
+    s = r.get("serial")
+    if not s or not s.get("serial_us"):
+        return None
+    lines = [
+        f"work summed over streams: {fmt_time(s.get('serial_us'))}; "
+        f"time any GPU was busy: {fmt_time(s.get('busy_union_us'))}; "
+        f"GPU span: {fmt_time(s.get('gpu_span_us'))}",
+        f"summed work / GPU span: {fmt_ratio(s.get('speedup_vs_span'))}; "
+        f"parallelism: {fmt_ratio(s.get('parallelism'))} "
+        f"(summed work / busy time: streams at work on average while any was)",
+    ]
+    return Table("Serial vs parallel", notes=lines)
+
+
+def _top_kernels(r: Mapping[str, Any], top: int) -> Table | None:
+    ks = _rows(r, "top_kernels")[:top]
+    if not ks:
+        return None
+    headers = ("kernel", "GPU", "count", "total", "mean", "share")
+    rows = [
+        (str(k.get("name", DASH)), fmt_device(k.get("device")), fmt_count(k.get("count")),
+         fmt_time(k.get("total_us")), fmt_time(k.get("mean_us")), fmt_pct(k.get("fraction")))
+        for k in ks
+    ]
+    return Table("Top kernels", headers, "lrrrrr", rows, code=frozenset({0}))
+
+
+def _top_ops(r: Mapping[str, Any], top: int) -> Table | None:
+    ops = _rows(r, "top_ops")[:top]
+    if not ops:
+        return None
+    headers = ("CPU op", "count", "total", "mean")
+    rows = [
+        (str(o.get("name", DASH)), fmt_count(o.get("count")), fmt_time(o.get("total_us")),
+         fmt_time(o.get("mean_us")))
+        for o in ops
+    ]
+    return Table("Top CPU ops", headers, "lrrr", rows, code=frozenset({0}))
+
+
+def _steps(r: Mapping[str, Any]) -> Table | None:
+    steps = _rows(r, "steps")
+    if not steps:
+        return None
+    headers = ("step", "length", "GPU", "busy", "util", "copies hidden")
+    rows = []
+    for s in steps:
+        step = str((s.get("window") or {}).get("step", DASH))
+        hidden = {
+            c.get("device"): c.get("hidden_fraction")
+            for c in _rows(s, "overlap", "copy_compute")
+            if c.get("direction") == "all"
+        }
+        devs = _rows(s, "devices") or [{}]
+        for d in devs:
+            rows.append((step, fmt_time(s.get("span_us")), fmt_device(d.get("device")),
+                         fmt_time(d.get("busy_us")), fmt_pct(d.get("utilization")),
+                         fmt_pct(hidden.get(d.get("device")))))
+    return Table("Profiler steps", headers, "rrrrrr", rows)
