@@ -22,7 +22,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 # Layers, lowest first. A module may import only from its own layer or lower ones.
 LAYERS = [
     {"errors", "intervals", "timeline", "output"},
-    {"reader", "timestamps", "kineto", "frames", "split", "loader"},
+    {"reader", "timestamps", "coerce", "kineto", "frames", "split", "loader"},
     {"metrics"},
     {"report", "headlines", "invariants"},
     {"render", "expect", "compare", "annotate", "tensorboard", "verify"},
