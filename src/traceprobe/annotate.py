@@ -37,22 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
-import pandas as pd
 
 from traceprobe import output
 from traceprobe.errors import OutputError, TraceError
-from traceprobe.intervals import (
-    Spans,
-    difference,
-    gaps,
-    grouped_spans,
-    intersect,
-    measure_within,
-    spans,
-)
+from traceprobe.intervals import Spans, gaps, intersect, measure_within
 from traceprobe.metrics.devices import device_busy
-from traceprobe.metrics.host import HOST_KINDS, RUNTIME_KINDS, host_calls, host_process
+from traceprobe.metrics.host import CallNames, call_names, gap_causes, host_calls, host_process
 from traceprobe.reader import read_chunks
 from traceprobe.render.lanes import build_lanes
 from traceprobe.timeline import Timeline
@@ -109,72 +99,30 @@ def tracks(timeline: Timeline) -> list[Track]:
             for i, a in enumerate(busy) for b in busy[i + 1 :]
         ]
 
-    calls = host_calls(timeline.cpu, host_process(timeline.cpu))
-    causes = _GapCauses(calls)
+    cn = call_names(host_calls(timeline.cpu, host_process(timeline.cpu)))
     for b in busy:
         idle = gaps(b.busy, lo, hi)
-        labels, args = causes.explain(idle)
+        labels, args = _idle_labels(cn, idle)
         out.append(Track(IDLE_PROCESS, f"GPU {b.device} idle", idle, labels, args))
     return out
 
 
-class _GapCauses:
-    """Per idle gap, the host call name charged most of it (the rule of metrics.host)."""
-
-    def __init__(self, calls: pd.DataFrame) -> None:
-        s = calls["start"].to_numpy(dtype=np.int64)
-        e = calls["end"].to_numpy(dtype=np.int64)
-        is_rt = calls["kind"].isin(RUNTIME_KINDS).to_numpy()
-        self.everything = spans(s, e)
-        self.runtime = spans(s[is_rt], e[is_rt])
-        names = calls[["kind", "name"]].drop_duplicates()
-        rank = {k: i for i, k in enumerate(HOST_KINDS)}
-        names = names.assign(rank=names["kind"].map(rank).fillna(len(rank)))
-        names = names.sort_values(["rank", "name"]).reset_index(drop=True)  # tie-break order
-        code = pd.MultiIndex.from_frame(names[["kind", "name"]]).get_indexer(
-            pd.MultiIndex.from_frame(calls[["kind", "name"]])
-        )
-        self.kinds = names["kind"].to_numpy(dtype=object)
-        self.names = names["name"].to_numpy(dtype=object)
-        self.is_rt = np.isin(self.kinds, RUNTIME_KINDS)
-        gk, gs, ge = grouped_spans(code, s, e)
-        cut = np.flatnonzero(np.diff(gk)) + 1
-        self.sets = [
-            (int(gk[a]), Spans(gs[a:z], ge[a:z]))
-            for a, z in zip(np.r_[0, cut], np.r_[cut, gk.size], strict=True)
-            if z > a
-        ]
-
-    def explain(self, idle: Spans) -> tuple[list[str], list[dict[str, Any]]]:
-        n = len(idle)
-        best = np.zeros(n, np.int64)
-        best_code = np.full(n, -1, np.int64)
-        # CPU ops are charged only idle time no runtime/sync/driver call covers: measure them
-        # on the pieces of idle minus runtime, each summed into the gap that holds it.
-        op_pieces = difference(idle, self.runtime)
-        owner = np.searchsorted(idle.starts, op_pieces.starts, side="right") - 1
-        for c, u in self.sets:  # codes in tie-break order: a later code must do strictly better
-            if self.is_rt[c]:
-                charged = measure_within(u, idle.starts, idle.ends)
-            else:
-                per_piece = measure_within(u, op_pieces.starts, op_pieces.ends)
-                charged = np.bincount(owner, weights=per_piece, minlength=n).astype(np.int64)
-            better = charged > best
-            best[better] = charged[better]
-            best_code[better] = c
-        host = measure_within(self.everything, idle.starts, idle.ends)
-        labels, args = [], []
-        for i in range(n):
-            c = int(best_code[i])
-            a: dict[str, Any] = {"host_busy_us": us(int(host[i]))}
-            if c < 0:
-                labels.append("idle: no host call")
-            else:
-                labels.append(f"idle: {self.names[c]}")
-                a.update(cause=str(self.names[c]), cause_kind=str(self.kinds[c]),
-                         cause_us=us(int(best[i])))
-            args.append(a)
-        return labels, args
+def _idle_labels(cn: CallNames, idle: Spans) -> tuple[list[str], list[dict[str, Any]]]:
+    """Per idle gap its event name and args: the host call charged most of it, if any."""
+    best_code, best = gap_causes(cn, idle)
+    host = measure_within(cn.everything, idle.starts, idle.ends)
+    labels, args = [], []
+    for i in range(len(idle)):
+        c = int(best_code[i])
+        a: dict[str, Any] = {"host_busy_us": us(int(host[i]))}
+        if c < 0:
+            labels.append("idle: no host call")
+        else:
+            labels.append(f"idle: {cn.names[c]}")
+            a.update(cause=str(cn.names[c]), cause_kind=str(cn.kinds[c]),
+                     cause_us=us(int(best[i])))
+        args.append(a)
+    return labels, args
 
 
 # ----------------------------------------------------------------------------- events

@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from traceprobe.errors import UsageError
-from traceprobe.render.units import fmt_pct, fmt_ratio, fmt_time
+from traceprobe.render.units import DASH, UNIT_FORMATS
 
 Report = Mapping[str, Any]
 SCHEMA = "traceprobe.compare/1"
@@ -246,13 +246,9 @@ def _changes(figures: list[dict[str, Any]], span: float) -> list[dict[str, Any]]
 
 
 def fmt_value(unit: str, v: float | None) -> str:
-    if unit == "us":
-        return fmt_time(v)
-    if unit == "fraction":
-        return fmt_pct(v)
-    if unit == "ratio":
-        return fmt_ratio(v)
-    return "—" if v is None else f"{v:g}"
+    if unit in UNIT_FORMATS:
+        return UNIT_FORMATS[unit](v)
+    return DASH if v is None else f"{v:g}"
 
 
 def describe_change(label: str, unit: str, x: float, y: float) -> str:

@@ -25,44 +25,20 @@ def _list() -> None:
         click.echo(f"    claim:    {w.claim}")
 
 
+def _count(name: str, minimum: int, default: int, text: str) -> Callable[..., None]:
+    return click.option(
+        name, type=click.IntRange(min=minimum), default=default, show_default=True, help=text
+    )
+
+
 def profiler_options(f: Callable[..., None]) -> Callable[..., None]:
     """The schedule and profiler flags, as one bundle."""
     options = [
-        click.option(
-            "--wait",
-            type=click.IntRange(min=0),
-            default=0,
-            show_default=True,
-            help="Profiler schedule: steps skipped.",
-        ),
-        click.option(
-            "--warmup",
-            type=click.IntRange(min=0),
-            default=1,
-            show_default=True,
-            help="Profiler schedule: steps traced but discarded.",
-        ),
-        click.option(
-            "--active",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="Profiler schedule: steps recorded into a trace.",
-        ),
-        click.option(
-            "--repeat",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="Profiler schedule: cycles (one trace file each).",
-        ),
-        click.option(
-            "--plain-steps",
-            type=click.IntRange(min=0),
-            default=3,
-            show_default=True,
-            help="Steps timed without the profiler, after the warm-up step.",
-        ),
+        _count("--wait", 0, 0, "Profiler schedule: steps skipped."),
+        _count("--warmup", 0, 1, "Profiler schedule: steps traced but discarded."),
+        _count("--active", 1, 1, "Profiler schedule: steps recorded into a trace."),
+        _count("--repeat", 1, 1, "Profiler schedule: cycles (one trace file each)."),
+        _count("--plain-steps", 0, 3, "Steps timed without the profiler, after the warm-up step."),
         click.option("--record-shapes", is_flag=True, help="Record operator input shapes."),
         click.option("--profile-memory", is_flag=True, help="Record tensor allocations."),
         click.option("--with-stack", is_flag=True, help="Record Python stacks (large traces)."),
@@ -155,6 +131,16 @@ def record(
     from traceprobe.record import Schedule, options
     from traceprobe.record import record as run_record
 
+    values = {
+        "out": out,
+        "device": device,
+        "scale": scale,
+        "wait": wait,
+        "warmup": warmup,
+        "active": active,
+        "repeat": repeat,
+        "plain-steps": plain_steps,
+    }
     flags = {
         "record-shapes": record_shapes,
         "profile-memory": profile_memory,
@@ -165,22 +151,7 @@ def record(
         "traceprobe",
         "record",
         *workloads,
-        "--out",
-        str(out),
-        "--device",
-        device,
-        "--scale",
-        scale,
-        "--wait",
-        str(wait),
-        "--warmup",
-        str(warmup),
-        "--active",
-        str(active),
-        "--repeat",
-        str(repeat),
-        "--plain-steps",
-        str(plain_steps),
+        *(arg for k, v in values.items() for arg in (f"--{k}", str(v))),
         *(f"--{k}" for k, on in flags.items() if on),
     ]
     opts = options(

@@ -8,6 +8,8 @@
   runtime/sync/driver call covers*, so ``aten::item`` does not take credit for the
   ``cudaStreamSynchronize`` inside it. Ties in the charged time are broken by
   kind (``cuda_runtime``, ``cuda_sync``, ``cuda_driver``, ``cpu_op``), then by name.
+  :func:`idle_attribution` charges a device's whole idle time (the report's causes);
+  :func:`gap_causes` each idle gap on its own (``traceprobe annotate``'s idle track).
 * **Launch latency** — kernel start minus the start of the runtime/driver call with
   the same correlation id; the first kernel of a call only (a graph launch counts
   once); negative or unmatched pairs are ignored.
@@ -24,7 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import difference, gaps, grouped_spans, measure_within, overlap, spans
+from traceprobe.intervals import (
+    Spans,
+    difference,
+    gaps,
+    grouped_spans,
+    measure_within,
+    overlap,
+    spans,
+)
 from traceprobe.metrics.devices import DeviceBusy
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
@@ -99,50 +109,121 @@ def host_calls(cpu: pd.DataFrame, pid: int | None) -> pd.DataFrame:
     return cpu[cpu["kind"].isin(HOST_KINDS) & (cpu["pid"] == pid)]
 
 
+@dataclass(frozen=True)
+class CallNames:
+    """Host calls grouped by name: the candidate causes of idle time.
+
+    One code per (kind, name), numbered in the tie-break order (kind as in HOST_KINDS,
+    then name), so that among equal charges the lower code wins.
+    """
+
+    starts: np.ndarray  # per call
+    ends: np.ndarray
+    code: np.ndarray
+    kinds: np.ndarray  # per code
+    names: np.ndarray
+    runtime_like: np.ndarray  # charged idle time; a CPU op only what no runtime call covers
+    pieces: tuple[np.ndarray, np.ndarray, np.ndarray]  # per code its calls' union (grouped_spans)
+    everything: Spans  # all the calls
+    runtime: Spans  # the runtime, sync and driver calls
+
+    def targets(self, idle: Spans) -> tuple[Spans, Spans]:
+        """The time a runtime-like name, and a CPU op, can be charged: see the module docstring."""
+        return idle, difference(idle, self.runtime)
+
+
+def call_names(calls: pd.DataFrame) -> CallNames:
+    """Group ``calls`` (see :func:`host_calls`) by (kind, name)."""
+    s = calls["start"].to_numpy(dtype=np.int64)
+    e = calls["end"].to_numpy(dtype=np.int64)
+    is_rt = calls["kind"].isin(RUNTIME_KINDS).to_numpy()
+    code = calls.groupby(["kind", "name"], sort=False).ngroup().to_numpy(dtype=np.int64)
+    _, first = np.unique(code, return_index=True)
+    kinds = calls["kind"].to_numpy(dtype=object)[first]
+    names = calls["name"].to_numpy(dtype=object)[first]
+    rank = {k: i for i, k in enumerate(HOST_KINDS)}
+    order = np.array(
+        sorted(range(len(names)), key=lambda c: (rank.get(kinds[c], len(rank)), names[c])),
+        dtype=np.int64,
+    )
+    renumber = np.empty(len(order), np.int64)
+    renumber[order] = np.arange(len(order))
+    code = renumber[code]
+    kinds, names = kinds[order], names[order]
+    return CallNames(
+        starts=s,
+        ends=e,
+        code=code,
+        kinds=kinds,
+        names=names,
+        runtime_like=np.isin(kinds, RUNTIME_KINDS),
+        pieces=grouped_spans(code, s, e),
+        everything=spans(s, e),
+        runtime=spans(s[is_rt], e[is_rt]),
+    )
+
+
 def idle_attribution(
     busy: Sequence[DeviceBusy], calls: pd.DataFrame, lo: int, hi: int, top: int = TOP_CAUSES
 ) -> tuple[HostIdle, ...]:
     """Per device: idle time in ``[lo, hi)``, how much the host spent in ``calls``, and why."""
-    s = calls["start"].to_numpy(dtype=np.int64)
-    e = calls["end"].to_numpy(dtype=np.int64)
-    is_rt = calls["kind"].isin(RUNTIME_KINDS).to_numpy()
-    everything = spans(s, e)
-    runtime = spans(s[is_rt], e[is_rt])
-    # One code per (kind, name); per-name unions computed once for all devices.
-    code = calls.groupby(["kind", "name"], sort=False).ngroup().to_numpy(dtype=np.int64)
-    _, first = np.unique(code, return_index=True)
-    kinds_of = calls["kind"].to_numpy(dtype=object)[first]
-    names_of = calls["name"].to_numpy(dtype=object)[first]
-    code_is_rt = np.isin(kinds_of, RUNTIME_KINDS)
-    gk, gs, ge = grouped_spans(code, s, e)
+    cn = call_names(calls)
+    s, e, code = cn.starts, cn.ends, cn.code
+    # Per-name unions computed once for all devices.
+    gk, gs, ge = cn.pieces
     in_time = np.argsort(gs, kind="stable")  # sorted queries make searchsorted much faster
     gk, gs, ge = gk[in_time], gs[in_time], ge[in_time]
-    rank = {k: i for i, k in enumerate(HOST_KINDS)}
 
-    piece_rt = code_is_rt[gk]
+    piece_rt = cn.runtime_like[gk]
     rt_pieces, op_pieces = np.flatnonzero(piece_rt), np.flatnonzero(~piece_rt)
     by_code = np.argsort(code, kind="stable")  # rows of code c: by_code[bounds[c]:bounds[c + 1]]
-    bounds = np.searchsorted(code[by_code], np.arange(len(names_of) + 1))
+    bounds = np.searchsorted(code[by_code], np.arange(len(cn.names) + 1))
     out = []
     for dev in busy:
         idle = gaps(dev.busy, lo, hi)
-        op_target = difference(idle, runtime)
+        rt_target, op_target = cn.targets(idle)
         # Charged time per code: Σ over that name's union pieces of |its target ∩ piece|.
-        charged = np.zeros(len(names_of), np.int64)
-        for target, pieces in ((idle, rt_pieces), (op_target, op_pieces)):
+        charged = np.zeros(len(cn.names), np.int64)
+        for target, pieces in ((rt_target, rt_pieces), (op_target, op_pieces)):
             np.add.at(charged, gk[pieces], measure_within(target, gs[pieces], ge[pieces]))
         hit = np.flatnonzero(charged > 0)
-        chosen = sorted(
-            hit, key=lambda c: (-charged[c], rank.get(kinds_of[c], len(rank)), names_of[c])
-        )[:top]
+        chosen = sorted(hit, key=lambda c: (-charged[c], c))[:top]  # codes: tie-break order
         causes = []
         for c in chosen:  # calls: those of the name that overlap its target at all
             rows = by_code[bounds[c] : bounds[c + 1]]
-            target = idle if code_is_rt[c] else op_target
+            target = rt_target if cn.runtime_like[c] else op_target
             n = int((measure_within(target, s[rows], e[rows]) > 0).sum())
-            causes.append(Cause(str(names_of[c]), str(kinds_of[c]), int(charged[c]), n))
-        out.append(HostIdle(dev.device, idle.length, overlap(idle, everything), tuple(causes)))
+            causes.append(Cause(str(cn.names[c]), str(cn.kinds[c]), int(charged[c]), n))
+        out.append(HostIdle(dev.device, idle.length, overlap(idle, cn.everything), tuple(causes)))
     return tuple(out)
+
+
+def gap_causes(cn: CallNames, idle: Spans) -> tuple[np.ndarray, np.ndarray]:
+    """Per piece (gap) of ``idle``: the code charged most of it (-1: none) and the ns charged.
+
+    The rule of :func:`idle_attribution`, applied to each gap on its own.
+    """
+    n = len(idle)
+    best = np.zeros(n, np.int64)
+    best_code = np.full(n, -1, np.int64)
+    _, op_target = cn.targets(idle)
+    # A CPU op is measured on the pieces of its target, each summed into the gap that holds it.
+    owner = np.searchsorted(idle.starts, op_target.starts, side="right") - 1
+    gk, gs, ge = cn.pieces
+    cut = np.flatnonzero(np.diff(gk)) + 1
+    for a, z in zip(np.r_[0, cut], np.r_[cut, gk.size], strict=True):
+        if z <= a:
+            continue
+        c, u = int(gk[a]), Spans(gs[a:z], ge[a:z])
+        if cn.runtime_like[c]:
+            charged = measure_within(u, idle.starts, idle.ends)
+        else:
+            per_piece = measure_within(u, op_target.starts, op_target.ends)
+            charged = np.bincount(owner, weights=per_piece, minlength=n).astype(np.int64)
+        better = charged > best  # codes ascend in tie-break order: a later one must do better
+        best[better] = charged[better]
+        best_code[better] = c
+    return best_code, best
 
 
 def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:

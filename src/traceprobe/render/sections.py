@@ -207,10 +207,7 @@ def _stream_concurrency(r: Mapping[str, Any], top: int) -> Table | None:
     headers = ("GPU", "streams", "2+ busy", "most at once", "most overlapping pair", "pair overlap")
     rows = []
     for s in rows_in:
-        pairs = sorted(
-            (p for p in s.get("pairs") or [] if (p.get("overlap_us") or 0) > 0),
-            key=lambda p: -float(p.get("overlap_us") or 0),
-        )
+        pairs = _overlapping_pairs(s)
         best = pairs[0] if pairs else None
         rows.append(
             (
@@ -224,10 +221,7 @@ def _stream_concurrency(r: Mapping[str, Any], top: int) -> Table | None:
         )
     notes = ["2+ busy: time with at least two of the GPU's streams running at once"]
     for s in rows_in:
-        pairs = sorted(
-            (p for p in s.get("pairs") or [] if (p.get("overlap_us") or 0) > 0),
-            key=lambda p: -float(p.get("overlap_us") or 0),
-        )
+        pairs = _overlapping_pairs(s)
         if len(pairs) > 1:
             shown = ", ".join(
                 f"{'&'.join(str(x) for x in p.get('streams') or [])} "
@@ -237,6 +231,14 @@ def _stream_concurrency(r: Mapping[str, Any], top: int) -> Table | None:
             more = f" and {len(pairs) - top} more" if len(pairs) > top else ""
             notes.append(f"GPU {s.get('device')} overlapping stream pairs: {shown}{more}")
     return Table("Stream vs stream", headers, "rrrrlr", rows, notes)
+
+
+def _overlapping_pairs(s: Row) -> list[Row]:
+    """The stream pairs of one GPU that overlapped at all, the most overlapping first."""
+    return sorted(
+        (p for p in s.get("pairs") or [] if (p.get("overlap_us") or 0) > 0),
+        key=lambda p: -float(p.get("overlap_us") or 0),
+    )
 
 
 def _host_idle(r: Mapping[str, Any]) -> Table | None:

@@ -8,6 +8,7 @@ times are in microseconds, as in the report dict (docs/REPORT_SCHEMA.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 DASH = "—"
@@ -74,3 +75,11 @@ def fmt_ratio(x: float | None) -> str:
 
 def fmt_device(d: Any) -> str:
     return DASH if d is None else str(d)
+
+
+# The writer of a figure by its unit, as named in the verdicts' ``units`` and compare's rows.
+UNIT_FORMATS: dict[str, Callable[[float | None], str]] = {
+    "us": fmt_time,
+    "fraction": fmt_pct,
+    "ratio": fmt_ratio,
+}

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from traceprobe.errors import UsageError
-from traceprobe.render.units import DASH, fmt_count, fmt_pct, fmt_ratio, fmt_time
+from traceprobe.render.units import DASH, UNIT_FORMATS, fmt_count
 
 FORMATS = ("text", "markdown", "json")
 WIDTH = 100
@@ -80,12 +80,8 @@ def value(v: Any, unit: str | None) -> str:
         return "yes" if v else "no"
     if isinstance(v, str):
         return v
-    if unit == "us":
-        return fmt_time(v)
-    if unit == "fraction":
-        return fmt_pct(v)
-    if unit == "ratio":
-        return fmt_ratio(v)
+    if unit in UNIT_FORMATS:
+        return UNIT_FORMATS[unit](v)
     if float(v).is_integer():
         return fmt_count(v)
     return f"{v:.3g}"

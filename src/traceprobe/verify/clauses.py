@@ -2,6 +2,7 @@
 
     shortfall(v, 2, "cross-device overlap needs two")  # None, or why one cannot tell
     speedups(v, base)                                   # per-step time ratios, trace and wall
+    speedups_over(v, peers, "serial")                   # the same, over the baseline variant
     pct(0.972) == "97.2%"; times(1.5) == "1.50x"; dur(1500.0) == "1.50 ms"
 """
 
@@ -105,6 +106,11 @@ def speedups(v: Recorded, base: Recorded | None) -> Figures:
         "speedup_span": ratio(base.per_step_us("span_us"), v.per_step_us("span_us")),
         "speedup_wall": ratio(base.plain_step_us, v.plain_step_us),
     }
+
+
+def speedups_over(v: Recorded, peers: Mapping[str, Recorded], baseline: str) -> Figures:
+    """:func:`speedups` over the ``baseline`` variant; {} for the baseline itself."""
+    return {} if v.variant == baseline else speedups(v, peers.get(baseline))
 
 
 def clear_speedup(s: Figures) -> bool:

@@ -25,6 +25,7 @@ from traceprobe.verify.clauses import (
     shortfall,
     speed_clause,
     speedups,
+    speedups_over,
     times,
 )
 from traceprobe.verify.decision import CANNOT_TELL, FAILS, HOLDS, Decision, Rule
@@ -94,8 +95,7 @@ def copy(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
         "copies_on_compute_stream": on_compute,
         "dest_pinned": facts.get("dest_pinned"),
     }
-    if v.variant != "blocking":
-        figs.update(speedups(v, peers.get("blocking")))
+    figs.update(speedups_over(v, peers, "blocking"))
     short = shortfall(v, 1, "with 0 GPU copies there is no copy engine or stream to overlap")
     if short:
         return Decision(CANNOT_TELL, short, figs)
@@ -250,8 +250,7 @@ def cpu_gpu(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
         "hidden_copy_fraction": hidden,
         "utilization": v.figure("utilization"),
     }
-    if v.variant != "serial":
-        figs.update(speedups(v, peers.get("serial")))
+    figs.update(speedups_over(v, peers, "serial"))
     short = shortfall(v, 1, "host compute cannot overlap GPU activity without a GPU")
     if short:
         return Decision(CANNOT_TELL, short, figs)
@@ -309,8 +308,7 @@ def dag(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
         "max_concurrent_streams": v.figure("max_concurrent_streams"),
         "streams": len(rows_at(v.report, "streams")),
     }
-    if v.variant != "serial":
-        figs.update(speedups(v, peers.get("serial")))
+    figs.update(speedups_over(v, peers, "serial"))
     if correct is False:
         detail = v.meta.get("correct_detail") or "results differ"
         return Decision(FAILS, f"wrong results ({detail}), whatever the timing "

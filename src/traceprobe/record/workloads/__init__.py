@@ -60,6 +60,28 @@ def sizes_for(spec: WorkloadSpec, scale: str) -> Any:
     return sizes.full() if scale == "full" else sizes.small()
 
 
+@dataclass(frozen=True)
+class MatmulSizes:
+    """The notes' sizes: ``x`` is n x n float32, ``reps`` matmuls per device per step."""
+
+    n: int
+    reps: int
+
+    @classmethod
+    def full(cls) -> MatmulSizes:
+        return cls(n=4000, reps=50)
+
+    @classmethod
+    def small(cls) -> MatmulSizes:
+        return cls(n=256, reps=10)
+
+
+def seeded_rand(n: int, *devices: torch.device) -> list[torch.Tensor]:
+    """Seed torch with 0, then one ``torch.rand(n, n)`` per device, in order."""
+    torch.manual_seed(0)
+    return [torch.rand(n, n, device=d) for d in devices]
+
+
 def run(x: torch.Tensor, reps: int) -> list[torch.Tensor]:
     """The notes' ``run``: ``reps`` independent ``x.mm(x)`` (50 in the book)."""
     return [x.mm(x) for _ in range(reps)]

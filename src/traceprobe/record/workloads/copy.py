@@ -15,25 +15,18 @@ On the CPU (fallback) there are no streams: every variant copies synchronously.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from traceprobe.record.workloads import Context, Prepared, has_streams, run
+from traceprobe.record.workloads import (
+    Context,
+    MatmulSizes,
+    Prepared,
+    has_streams,
+    run,
+    seeded_rand,
+)
 
-
-@dataclass(frozen=True)
-class Sizes:
-    n: int
-    reps: int  # results computed and copied per step
-
-    @classmethod
-    def full(cls) -> Sizes:
-        return cls(n=4000, reps=50)
-
-    @classmethod
-    def small(cls) -> Sizes:
-        return cls(n=256, reps=10)
+Sizes = MatmulSizes  # reps: results computed and copied per step
 
 
 def compute_and_copy(
@@ -68,8 +61,7 @@ def compute_and_copy(
 def prepare(ctx: Context) -> Prepared:
     dev, _host = ctx.plan.devices
     s: Sizes = ctx.sizes
-    torch.manual_seed(0)
-    x = torch.rand(s.n, s.n, device=dev)
+    (x,) = seeded_rand(s.n, dev)
     streams = has_streams(dev)
     last: dict[str, torch.Tensor] = {}
     facts: dict[str, object] = {}

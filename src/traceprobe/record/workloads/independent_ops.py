@@ -8,32 +8,15 @@ the per-kernel time is the same in both variants.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from traceprobe.record.workloads import Context, MatmulSizes, Prepared, run, seeded_rand
 
-import torch
-
-from traceprobe.record.workloads import Context, Prepared, run
-
-
-@dataclass(frozen=True)
-class Sizes:
-    n: int
-    reps: int  # matmuls in one-stream (single always issues 1)
-
-    @classmethod
-    def full(cls) -> Sizes:
-        return cls(n=4000, reps=50)
-
-    @classmethod
-    def small(cls) -> Sizes:
-        return cls(n=256, reps=10)
+Sizes = MatmulSizes  # reps: matmuls in one-stream (single always issues 1)
 
 
 def prepare(ctx: Context) -> Prepared:
     (dev,) = ctx.plan.devices
     s: Sizes = ctx.sizes
-    torch.manual_seed(0)
-    x = torch.rand(s.n, s.n, device=dev)
+    (x,) = seeded_rand(s.n, dev)
     reps = s.reps if ctx.variant == "one-stream" else 1
 
     def step() -> None:

@@ -8,33 +8,15 @@ synchronizes and calls ``prof.step()``. The three active steps are in the trace 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from traceprobe.record.workloads import Context, MatmulSizes, Prepared, run, seeded_rand
 
-import torch
-
-from traceprobe.record.workloads import Context, Prepared, run
-
-
-@dataclass(frozen=True)
-class Sizes:
-    n: int
-    reps: int
-
-    @classmethod
-    def full(cls) -> Sizes:
-        return cls(n=4000, reps=50)
-
-    @classmethod
-    def small(cls) -> Sizes:
-        return cls(n=256, reps=10)
+Sizes = MatmulSizes
 
 
 def prepare(ctx: Context) -> Prepared:
     d0, d1 = ctx.plan.devices
     s: Sizes = ctx.sizes
-    torch.manual_seed(0)
-    x0 = torch.rand(s.n, s.n, device=d0)
-    x1 = torch.rand(s.n, s.n, device=d1)
+    x0, x1 = seeded_rand(s.n, d0, d1)
 
     def step() -> None:
         run(x0, s.reps)

@@ -16,14 +16,11 @@ from dataclasses import dataclass
 
 import torch
 
-from traceprobe.record.workloads import Context, Prepared, run
+from traceprobe.record.workloads import Context, MatmulSizes, Prepared, run
 
 
 @dataclass(frozen=True)
-class Sizes:
-    n: int
-    reps: int
-
+class Sizes(MatmulSizes):
     @classmethod
     def full(cls) -> Sizes:
         return cls(n=10, reps=50)
