@@ -8,6 +8,7 @@ message on stderr and the error's exit code here, and nowhere else.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 
@@ -64,7 +65,21 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code instead of raising SystemExit."""
+    """Entry point; returns the exit code instead of raising SystemExit.
+
+    Without ``argv`` (the console script, ``python -m traceprobe.cli``) the process
+    ends right after, so the objects left are frozen out of the interpreter's final
+    garbage collections, which would otherwise walk everything pandas and numpy
+    created (about 0.07 s); they are still freed as usual.
+    """
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:
+            gc.freeze()
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="traceprobe", standalone_mode=False)
     except click.exceptions.Abort:

@@ -54,7 +54,8 @@ class StepParam(click.ParamType):
               metavar="DIR", help="Also write the event frames and per-GPU/per-stream "
               "figures as CSV files into DIR.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Load N files at once.  [default: one per core]")
+              help="Load with N processes (a single file is split between them).  "
+              "[default: one per core]")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               metavar="PNG", help="Also draw the timeline as a static PNG (one per trace).")
 @click.option("--tensorboard", "tb", is_flag=True,
@@ -97,13 +98,12 @@ def analyze(
         4  the output exists (use --force) or cannot be written
     """
     from traceprobe import loader
-    from traceprobe import report as rp
-    from traceprobe.render import as_dict, render
-    from traceprobe.render.csv import FILES, write_csv
 
     fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
     output.check_target(output_path, force=force)  # refuse before loading anything
     if csv_dir is not None:
+        from traceprobe.render.csv import FILES
+
         output.check_directory(csv_dir, list(FILES), force=force)
 
     files = [f for p in paths for f in loader.find_traces(p)]
@@ -113,7 +113,12 @@ def analyze(
         for target in plot_targets(plot_path, len(files)):
             output.check_target(target, force=force)
     progress = len({f.resolve() for f in files}) > 1 and sys.stderr.isatty()
-    timelines = loader.load_many(files, jobs=jobs, progress=progress)
+    with loader.start(files, jobs=jobs) as loading:
+        # the analysis stack (pandas) is imported while worker processes decode
+        from traceprobe import report as rp
+        from traceprobe.render import as_dict, render
+
+        timelines = loading.result(progress=progress)
     only = list(devices) or None
     if len(timelines) == 1:
         data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
@@ -131,6 +136,8 @@ def analyze(
         text = render(data, fmt, top=top, color=color)
     output.write_text(output_path, text, force=force)
     if csv_dir is not None:
+        from traceprobe.render.csv import write_csv
+
         write_csv(timelines, csv_dir, reports=per_trace, force=force)
     if plot_path is not None:
         from traceprobe.render.plot import write_plots

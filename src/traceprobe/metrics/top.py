@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from traceprobe.metrics import fraction
@@ -36,12 +37,32 @@ class TopOp:
 
 
 def _totals(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    frame = df[by].copy()
-    frame["dur"] = (df["end"] - df["start"]).to_numpy()
-    agg = frame.groupby(by, sort=False).agg(calls=("dur", "size"), total=("dur", "sum"))
-    return agg.reset_index().sort_values(
-        ["total", *by], ascending=[False, *([True] * len(by))], kind="stable"
-    )
+    """Per distinct ``by``: ``calls`` and ``total`` duration; largest total first, then ``by``.
+
+    Groups by factorizing each key column once (numpy counts and int64 sums): the
+    same rows as ``groupby(by).agg(...)``, without its per-call overhead.
+    """
+    dur = df["end"].to_numpy(dtype=np.int64) - df["start"].to_numpy(dtype=np.int64)
+    group = np.zeros(len(df), np.int64)
+    keep = np.ones(len(df), bool)
+    uniques = []
+    for col in by:  # mixed-radix code of the key tuple
+        codes, uniq = pd.factorize(df[col], sort=False)
+        keep &= codes >= 0  # like groupby: rows with a missing key belong to no group
+        group = group * max(len(uniq), 1) + codes
+        uniques.append(uniq)
+    group, combos = pd.factorize(group[keep], sort=False)
+    dur = dur[keep]
+    total = np.zeros(len(combos), np.int64)
+    np.add.at(total, group, dur)
+    columns = {}
+    for col, uniq in reversed(list(zip(by, uniques, strict=True))):
+        combos, code = np.divmod(combos, max(len(uniq), 1))
+        columns[col] = np.asarray(uniq)[code]
+    agg = pd.DataFrame({col: columns[col] for col in by})
+    agg["calls"] = np.bincount(group, minlength=len(total))
+    agg["total"] = total
+    return agg.sort_values(["total", *by], ascending=[False, *([True] * len(by))], kind="stable")
 
 
 def top_kernels(gpu: pd.DataFrame, devices: Sequence[int], n: int = TOP) -> tuple[TopKernel, ...]:
@@ -66,7 +87,7 @@ def top_kernels(gpu: pd.DataFrame, devices: Sequence[int], n: int = TOP) -> tupl
 
 def top_ops(cpu: pd.DataFrame, n: int = TOP) -> tuple[TopOp, ...]:
     """The ``n`` CPU op names with the largest summed inclusive duration (all processes)."""
-    ops = cpu[cpu["kind"] == "cpu_op"]
+    ops = cpu.loc[cpu["kind"] == "cpu_op", ["name", "start", "end"]]
     if ops.empty:
         return ()
     rows = _totals(ops, ["name"]).head(n)

@@ -1,0 +1,112 @@
+"""Untyped JSON values to numpy columns: the value rules of loading.
+
+Kineto writes the same field with different JSON types (``"stream": 7`` on a
+CUDA kernel, ``"stream": "0x0"`` on a HIP call, ``"tid": "stream 7"`` in 2021
+traces), so :class:`traceprobe.reader.Args` leaves them untyped and these
+functions turn a batch of them into int64 arrays in one go, falling back to one
+value at a time only for a batch that holds something unusual:
+
+* :func:`int64` — ints, numeric strings (``"7"``, ``"0x0"``) and a trailing
+  number (``"stream 7"``); ``None``, bools and junk become ``missing``.
+* :func:`with_fallback` — per row, the first of several sources that holds a number.
+* :func:`ids` — pid/tid: ints stay, digit strings become ints, other strings a
+  stable hash (``2**32 + crc32``, the same in every run, unlike ``hash()``).
+* :func:`encode` — strings to int32 codes into a growing lookup table.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+_TRAILING_INT = re.compile(r"(-?\d+)\s*$")
+_DIGITS = re.compile(r"-?\d{1,18}")
+
+
+def encode(
+    values: list[Any], lut: dict[Any, int], on_new: Callable[[Any], None] | None = None
+) -> np.ndarray:
+    """Codes of ``values`` in ``lut``, extending it with values not seen before."""
+    try:
+        return np.fromiter(map(lut.__getitem__, values), np.int32, len(values))
+    except KeyError:
+        for v in dict.fromkeys(values):
+            if v not in lut:
+                lut[v] = len(lut)
+                if on_new is not None:
+                    on_new(v)
+        return np.fromiter(map(lut.__getitem__, values), np.int32, len(values))
+
+
+def int64(values: list[Any], missing: int = -1) -> np.ndarray:
+    """Ints (or numeric strings) to int64; None and junk become ``missing``."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    absent = values.count(None)
+    if absent == len(values):
+        return np.full(len(values), missing, np.int64)
+    if absent:
+        values = [missing if v is None else v for v in values]
+        try:
+            return np.array(values, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    return np.array([to_int(v, missing) for v in values], dtype=np.int64)
+
+
+def to_int(v: Any, missing: int = -1) -> int:
+    """One value by the rules of :func:`int64`."""
+    if isinstance(v, bool) or v is None:
+        return missing
+    if isinstance(v, int):
+        return v if -(2**63) < v < 2**63 else missing
+    if isinstance(v, float):
+        return int(v) if v == v and abs(v) < 2**63 else missing
+    if isinstance(v, str):
+        s = v.strip()
+        try:
+            return int(s, 0)  # "7", "0x0"
+        except ValueError:
+            m = _TRAILING_INT.search(s)  # "stream 7", "GPU 0"
+            return int(m.group(1)) if m else missing
+    return missing
+
+
+def with_fallback(first: list[Any], *others: list[Any]) -> np.ndarray:
+    """Per row, the first of several sources that holds a number (else -1)."""
+    out = int64(first)
+    for other in others:
+        gap = np.flatnonzero(out < 0)
+        if not len(gap):
+            break
+        out[gap] = int64([other[i] for i in gap.tolist()])
+    return out
+
+
+def ids(values: list[Any]) -> np.ndarray:
+    """pid/tid: ints stay, digit strings become ints, other strings a stable hash."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        memo: dict[Any, int] = {}
+
+        def one(v: Any) -> int:
+            if v not in memo:
+                memo[v] = str_id(v)
+            return memo[v]
+
+        return np.array([v if type(v) is int else one(v) for v in values], dtype=np.int64)
+
+
+def str_id(v: Any) -> int:
+    """A pid/tid that is not an int: its number if it is one, else a stable hash."""
+    s = str(v).strip()
+    if _DIGITS.fullmatch(s):
+        return int(s)
+    return (1 << 32) + zlib.crc32(s.encode())  # stable across runs, unlike hash()

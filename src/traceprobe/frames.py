@@ -1,0 +1,239 @@
+"""Columns to a Timeline: the last stage of loading, where pandas comes in.
+
+``timeline(columns) -> Timeline`` assembles the frames of
+:mod:`traceprobe.timeline` from the arrays :func:`traceprobe.kineto.collect`
+gathered, and works out what is derived rather than read:
+
+* copies: direction and memory kinds from the name
+  (``"Memcpy HtoD (Pageable -> Device)"``), else ``args.kind`` (ROCm); a copy
+  whose ``fromDevice`` and ``toDevice`` differ is ``"PtoP"`` with ``peer`` the
+  other device. ROCm copies that lack ``bytes`` take ``size`` from the
+  hipMemcpy* call with the same correlation.
+* ``comm`` marks kernels whose name contains ``nccl`` or ``rccl`` (any case).
+  Names are parsed once per distinct name, not once per row.
+* ``steps`` come from ``ProfilerStep#N`` events (``user_annotation``, or
+  ``cpu_op`` in older traces) of the thread that has the most of them; a
+  repeated N keeps its first window, and a window is cut at the next one's start.
+* ``meta``: the format (``kineto``, ``kineto-2021``, ``rocm``, ``cpu-only``) and
+  the top-level fields.
+
+String columns are ``object`` dtype, as the Timeline contract says, and every
+row shares the one ``str`` object of its value, so they are compact and
+``.astype("category")`` is cheap.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceprobe.kineto import GPU_CATEGORIES, RENAMED_2021, Columns
+from traceprobe.timeline import (
+    COPY_KINDS,
+    CPU_COLUMNS,
+    GPU_COLUMNS,
+    STEP_COLUMNS,
+    Timeline,
+    TraceMeta,
+    empty_frame,
+)
+
+STEP_KINDS = frozenset({"user_annotation", "cpu_op"})
+STEP_PREFIX = "ProfilerStep#"
+AMD_MARKS = ("AMD", "Radeon", "Instinct")
+
+_COPY_NAME = re.compile(r"Memcpy\s+([A-Za-z])to([A-Za-z])\b(?:\s*\(\s*(\w+)\s*->\s*(\w+)\s*\))?")
+_COMM = re.compile(r"nccl|rccl", re.IGNORECASE)
+
+
+def timeline(cols: Columns) -> Timeline:
+    """The Timeline of one trace's collected columns."""
+    # interned, so that comparisons with the literals in metrics hit the identity shortcut
+    kind_u = np.array(
+        [sys.intern(GPU_CATEGORIES.get(c) or RENAMED_2021.get(c, c)) for c in cols.cats] or [""],
+        object,
+    )
+    names_u = np.empty(len(cols.names), object)
+    names_u[:] = cols.names
+    cpu_df = _cpu_frame(cols.cpu, kind_u, names_u)
+    gpu_df = _gpu_frame(cols.gpu, kind_u, names_u, cols.sizes)
+    steps, thread = _steps(cols.cpu, kind_u, names_u)
+    extra: dict[str, Any] = {"complete_events": cols.complete, "skipped": dict(cols.skipped)}
+    if cols.span:
+        extra["profiler_span_ns"] = cols.span
+    if cols.clamped:
+        extra["clamped_durations"] = cols.clamped
+    if thread:
+        extra["steps_thread"] = thread
+    if cols.header.displayTimeUnit is not None:
+        extra["display_time_unit"] = cols.header.displayTimeUnit
+    meta = _meta(cols, kind_u, names_u, gpu_df.empty, extra)
+    return Timeline(gpu=gpu_df, cpu=cpu_df, steps=steps, meta=meta)
+
+
+def _cpu_frame(c: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray) -> pd.DataFrame:
+    if not c:
+        return empty_frame(CPU_COLUMNS)
+    return pd.DataFrame(
+        {
+            "kind": _obj(kind_u[c["cat"]]),
+            "name": _obj(names_u[c["name"]]),
+            "pid": c["pid"],
+            "tid": c["tid"],
+            "start": c["start"],
+            "end": c["end"],
+            "correlation": c["correlation"],
+            "external_id": c["external_id"],
+        },
+        copy=False,
+    )
+
+
+def _gpu_frame(
+    g: dict[str, Any], kind_u: np.ndarray, names_u: np.ndarray, sizes: dict[int, int]
+) -> pd.DataFrame:
+    if not g:
+        return empty_frame(GPU_COLUMNS)
+    kind = kind_u[g["cat"]]
+    codes = g["name"]
+    # copy direction, memory kinds and the comm flag: parsed once per distinct name
+    per_name = np.full((len(names_u), 4), "", object)
+    for c in np.unique(codes).tolist():
+        name = str(names_u[c])
+        per_name[c] = (*map(sys.intern, _copy_info(name)), bool(_COMM.search(name)))
+    copy_kind, src_kind, dst_kind = (per_name[codes, j] for j in range(3))
+    comm = per_name[codes, 3].astype(bool) & (kind == "kernel")
+    not_copy = kind != "memcpy"
+    copy_kind[not_copy] = src_kind[not_copy] = dst_kind[not_copy] = ""
+    for i in np.flatnonzero(~not_copy & (copy_kind == "")).tolist():
+        k = g["kind_arg"][i]  # ROCm and unusual names: the direction is in args.kind
+        copy_kind[i] = sys.intern(k) if isinstance(k, str) and k in COPY_KINDS else ""
+    f, t, device = g["from"], g["to"], g["device"]
+    p2p = (f >= 0) & (t >= 0) & (f != t)  # peer-to-peer copies name both ends
+    peer = np.where(p2p, np.where(t != device, t, f), -1)
+    copy_kind[p2p & ~not_copy] = "PtoP"
+    nbytes = g["bytes"]
+    for i in np.flatnonzero((kind != "kernel") & (nbytes < 0) & (g["correlation"] >= 0)).tolist():
+        nbytes[i] = sizes.get(int(g["correlation"][i]), -1)  # ROCm: from hipMemcpy*
+    return pd.DataFrame(
+        {
+            "kind": _obj(kind),
+            "name": _obj(names_u[codes]),
+            "device": device,
+            "stream": g["stream"],
+            "start": g["start"],
+            "end": g["end"],
+            "correlation": g["correlation"],
+            "external_id": g["external_id"],
+            "bytes": nbytes,
+            "copy_kind": _obj(copy_kind),
+            "src_kind": _obj(src_kind),
+            "dst_kind": _obj(dst_kind),
+            "peer": peer,
+            "comm": comm,
+        },
+        copy=False,
+    )
+
+
+def _obj(values: np.ndarray) -> pd.Series:
+    return pd.Series(values, dtype=object, copy=False)
+
+
+def _copy_info(name: str) -> tuple[str, str, str]:
+    m = _COPY_NAME.search(name)
+    if not m:
+        return "", "", ""
+    kind = f"{m.group(1).upper()}to{m.group(2).upper()}"
+    return (kind if kind in COPY_KINDS else ""), (m.group(3) or ""), (m.group(4) or "")
+
+
+def _step_number(name: Any) -> int:
+    if isinstance(name, str) and name.startswith(STEP_PREFIX):
+        n = name[len(STEP_PREFIX) :]
+        if n.isdigit():
+            return int(n)
+    return -1
+
+
+def _steps(
+    cpu: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray
+) -> tuple[pd.DataFrame, list[int] | None]:
+    """``ProfilerStep#N`` windows of the thread that has the most of them."""
+    if not cpu:
+        return empty_frame(STEP_COLUMNS), None
+    step_u = np.array([_step_number(n) for n in names_u], np.int64)
+    step = step_u[cpu["name"]]
+    rows = np.flatnonzero((step >= 0) & np.array([k in STEP_KINDS for k in kind_u])[cpu["cat"]])
+    if not len(rows):
+        return empty_frame(STEP_COLUMNS), None
+    threads = list(zip(cpu["pid"][rows].tolist(), cpu["tid"][rows].tolist(), strict=True))
+    count = Counter(threads)
+    best = max(count, key=lambda k: (count[k], -k[0], -k[1]))
+    rows = rows[np.array([t == best for t in threads])]
+    start, end = cpu["start"], cpu["end"]
+    rows = rows[np.lexsort((end[rows], start[rows]))]  # by start, then end
+    _, first = np.unique(step[rows], return_index=True)  # each N once: its first window
+    rows = rows[np.sort(first)]
+    s, e = start[rows], end[rows].copy()
+    e[:-1] = np.minimum(e[:-1], s[1:])
+    return pd.DataFrame({"step": step[rows], "start": s, "end": e}), list(best)
+
+
+def _opt_int(v: Any) -> int | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and re.fullmatch(r"\s*-?\d+\s*", v):
+        return int(v)
+    return None
+
+
+def _hip(cols: Columns, kind_u: np.ndarray, names_u: np.ndarray) -> bool:
+    """Whether any runtime call is a HIP one (``hip*``): a ROCm trace."""
+    if not cols.cpu:
+        return False
+    runtime = np.flatnonzero(kind_u == "cuda_runtime")
+    called = np.unique(cols.cpu["name"][np.isin(cols.cpu["cat"], runtime)])
+    return any(str(n).startswith("hip") for n in names_u[called])
+
+
+def _meta(
+    cols: Columns, kind_u: np.ndarray, names_u: np.ndarray, no_gpu: bool, extra: dict[str, Any]
+) -> TraceMeta:
+    doc = cols.header
+    dist = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
+    props = tuple(p for p in doc.deviceProperties or () if isinstance(p, dict))
+    amd = any(
+        any(m in str(p.get("name", "")) for m in AMD_MARKS) or "gcnArchName" in p for p in props
+    )
+    if no_gpu:
+        fmt = "cpu-only"
+    elif amd or _hip(cols, kind_u, names_u):
+        fmt = "rocm"
+    elif cols.legacy:
+        fmt = "kineto-2021"
+    else:
+        fmt = "kineto"
+    backend = dist.get("backend")
+    return TraceMeta(
+        source=cols.source,
+        format=fmt,
+        rank=_opt_int(dist.get("rank")),
+        world_size=_opt_int(dist.get("world_size")),
+        backend=str(backend) if backend is not None else None,
+        device_properties=props,
+        base_time_ns=_opt_int(doc.baseTimeNanoseconds),
+        schema_version=_opt_int(doc.schemaVersion),
+        trace_name=str(doc.traceName) if doc.traceName is not None else None,
+        event_count=cols.event_count,
+        extra=extra,
+    )
