@@ -18,6 +18,8 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt
         "$VENV/bin/python" -m pip install -q "torch==2.13.0" || "$VENV/bin/python" -m pip install -q torch
     fi
     "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,test,dev]"
+    # bytecode for traceprobe's own modules (an editable install leaves them uncompiled)
+    "$VENV/bin/python" -m compileall -q src >/dev/null || true
     touch "$stamp"
 fi
 if ! command -v chromium >/dev/null 2>&1; then
