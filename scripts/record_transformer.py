@@ -45,7 +45,9 @@ def main() -> None:
     with profile(
         activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
         schedule=schedule(wait=1, warmup=2, active=args.steps),
-        on_trace_ready=tensorboard_trace_handler(args.out, worker_name="transformer", use_gzip=True),
+        on_trace_ready=tensorboard_trace_handler(
+            args.out, worker_name="transformer", use_gzip=True
+        ),
         record_shapes=True,
     ) as prof:
         for _ in range(args.steps + 3):

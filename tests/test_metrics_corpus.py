@@ -155,7 +155,10 @@ def loaded():
     return {str(p): (load(p), *read_raw(p)) for p in TRACES}
 
 
-@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(p.parents[2]))[:60] for p in TRACES])
+IDS = [str(p.relative_to(p.parents[2]))[:60] for p in TRACES]
+
+
+@pytest.mark.parametrize("path", TRACES, ids=IDS)
 def test_device_copy_and_stream_figures_match_raw_json(path: Path, loaded) -> None:
     from traceprobe.report import analyze
 

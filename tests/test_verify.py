@@ -717,7 +717,8 @@ def test_samples_copy_same_stream_hides_nothing_and_side_stream_hides(gpu_verdic
 
 def test_samples_committed_verdicts_match_a_fresh_run(gpu_verdicts):
     """Where a verdicts file is committed beside the samples, it says what verify says now."""
-    candidates = [*SAMPLES_GPU.glob("*.json"), SAMPLES_GPU.parent / f"verdicts-{SAMPLES_GPU.name}.json"]
+    beside = SAMPLES_GPU.parent / f"verdicts-{SAMPLES_GPU.name}.json"
+    candidates = [*SAMPLES_GPU.glob("*.json"), beside]
     files = [p for p in candidates
              if p.is_file() and json.loads(p.read_text()).get("schema") == vf.SCHEMA]
     if not files:

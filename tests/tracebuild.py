@@ -44,7 +44,8 @@ class TraceBuilder:
     def kernel(self, name: str, ts: float, dur: float, **kw: Any) -> dict[str, Any]:
         return self.gpu("kernel", name, ts, dur, **kw)
 
-    def memcpy(self, name: str, ts: float, dur: float, bytes: int = 1024, **kw: Any) -> dict[str, Any]:
+    def memcpy(self, name: str, ts: float, dur: float, bytes: int = 1024,
+               **kw: Any) -> dict[str, Any]:
         return self.gpu("gpu_memcpy", name, ts, dur, bytes=bytes, **kw)
 
     def memset(self, ts: float, dur: float, bytes: int = 1024, **kw: Any) -> dict[str, Any]:

@@ -56,7 +56,7 @@ _EMPTY = msgspec.Raw(b"")
 try:  # ISA-L inflates about 3x as fast as zlib, with the same interface; optional
     from isal import isal_zlib as _inflate
 
-    _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate.error)
+    _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate.error)  # type: ignore[assignment]
 except ImportError:
     _inflate = zlib  # type: ignore[misc, unused-ignore]
     _INFLATE_ERRORS = (zlib.error,)

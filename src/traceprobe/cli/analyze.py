@@ -153,7 +153,7 @@ def _write_tensorboard(files: list[Path], timelines: list, *, force: bool) -> No
     from traceprobe import tensorboard
 
     groups: dict[Path, list[dict]] = {}
-    for f, tl in zip(files, timelines):
+    for f, tl in zip(files, timelines, strict=True):
         groups.setdefault(Path(f).parent, []).append(rp.analyze(tl, step="all").to_dict())
     for run_dir, reports in groups.items():
         tensorboard.write_scalars(run_dir, reports, force=force)
