@@ -73,7 +73,8 @@ def make_report() -> dict[str, Any]:
         "host": {
             "devices": [],
             "launch_latency": {"count": 10, "mean_us": 5.0, "p50_us": 4.0, "p95_us": 9.0,
-                               "max_us": 12.0},
+                               "max_us": 12.0, "unqueued_count": 6, "unqueued_p50_us": 3.5,
+                               "unqueued_max_us": 7.0},
             "kernel_gaps": [
                 {"device": 0, "stream": 7, "gaps": 3, "launch_bound": True},
                 {"device": 1, "stream": 7, "gaps": 3, "launch_bound": False},
@@ -192,6 +193,8 @@ READINGS: list[tuple[str, float]] = [
     ("launch_latency_p50_us", 4.0),
     ("launch_latency_p95_us", 9.0),
     ("launch_latency_max_us", 12.0),
+    ("launch_latency_unqueued_p50_us", 3.5),
+    ("launch_latency_unqueued_max_us", 7.0),
     ("launch_bound_streams", 1.0),
 ]
 

@@ -109,6 +109,11 @@ def test_launch_latency_by_correlation() -> None:
         "p50_us": 0.01,
         "p95_us": lat.p95_ns / 1000,
         "max_us": 0.025,
+        # onto an idle stream: corr 1 (first), 5 (stream drained at 46 <= 50), 6 (60 <= 60);
+        # corr 2 waited behind the kernel running until 20
+        "unqueued_count": 3,
+        "unqueued_p50_us": 0.01,
+        "unqueued_max_us": 0.01,
     }
 
 
@@ -173,3 +178,23 @@ def test_host_figures_of_a_cpu_only_trace() -> None:
     assert r.host.devices == ()
     assert r.host.kernel_gaps == ()
     assert r.host.launch_latency.count == 0
+
+
+def test_launch_latency_separates_launches_onto_an_idle_stream_from_queued_ones():
+    """GIVEN three kernels on one stream: A launched at 0 runs [2, 10); B launched at 1 waits
+    behind A and runs [10, 12); C launched at 20 onto the drained stream runs [23, 25)
+    WHEN launch latency is measured
+    THEN all three count (2, 9, 3 ns), but only A and C were launched onto an idle stream."""
+    tl = timeline(
+        gpu=[kernel(2, 10, "A", correlation=1), kernel(10, 12, "B", correlation=2),
+             kernel(23, 25, "C", correlation=3)],
+        cpu=[runtime(0, 1, correlation=1), runtime(1, 2, correlation=2),
+             runtime(20, 21, correlation=3)],
+    )
+    r = analyze(tl)
+    r.check()
+    lat = r.host.launch_latency
+    assert (lat.count, lat.p50_ns, lat.max_ns) == (3, 3.0, 9)
+    assert (lat.unqueued_count, lat.unqueued_p50_ns, lat.unqueued_max_ns) == (2, 2.5, 3)
+    assert "Median launch latency 2.5 ns onto an idle stream (2 launches); 1 more waited" in (
+        " | ".join(r.headlines))

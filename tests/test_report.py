@@ -212,6 +212,9 @@ def test_cpu_only_trace_has_no_devices_and_no_crash() -> None:
             "p50_us": None,
             "p95_us": None,
             "max_us": None,
+            "unqueued_count": 0,
+            "unqueued_p50_us": None,
+            "unqueued_max_us": None,
         },
     }
     assert d["serial"] == {
@@ -256,8 +259,10 @@ def test_headlines_are_sentences_with_numbers() -> None:
         "8.3 µs of stream work ran in 4.2 µs of GPU busy time (1.98x parallelism)",
         # stream 7 kernels 2000, 100, 100 long; gaps 1000 and 1900
         "Kernels on GPU 0 stream 7 are launch-bound: median kernel 100 ns, median gap 1.45 µs",
-        # latencies 1000 - 100 = 900 and 2000 - 300 = 1700
-        "Median launch latency 1.3 µs (p95 1.66 µs, 2 launches)",
+        # latencies 1000 - 100 = 900 and 2000 - 300 = 1700; the gemm on stream 7 waited behind
+        # the memset [500, 600) queued before it, the one on stream 20 found its stream idle
+        "Median launch latency 1.7 µs onto an idle stream (1 launch); 1 more waited behind "
+        "earlier work on their stream",
     )
 
 
@@ -363,6 +368,7 @@ def test_figures_md_worked_example() -> None:
     lat = d["host"]["launch_latency"]
     assert (lat["count"], lat["mean_us"], lat["p50_us"], lat["max_us"]) == (2, 5.0, 5.0, 8.0)
     assert abs(lat["p95_us"] - 7.7) < 1e-9
+    assert (lat["unqueued_count"], lat["unqueued_p50_us"], lat["unqueued_max_us"]) == (1, 2.0, 2.0)
     assert d["host"]["kernel_gaps"] == [
         {
             "device": 0,
@@ -395,5 +401,6 @@ def test_figures_md_worked_example() -> None:
         "Up to 2 streams on GPU 0 ran at once; two or more were busy for 4 µs "
         "(50.0% of its busy time)",
         "14 µs of stream work ran in 8 µs of GPU busy time (1.75x parallelism)",
-        "Median launch latency 5 µs (p95 7.7 µs, 2 launches)",
+        "Median launch latency 2 µs onto an idle stream (1 launch); 1 more waited behind "
+        "earlier work on their stream",
     ]

@@ -146,9 +146,16 @@ def _launch(r: Report) -> list[str]:
         more = len(bound) - MAX_LAUNCH_BOUND
         out.append(f"{more} more stream{' is' if more == 1 else 's are'} launch-bound")
     lat = r.host.launch_latency
-    if lat.count:
+    if lat.count and lat.unqueued_count:
+        queued = lat.count - lat.unqueued_count
+        tail = (f"; {queued} more waited behind earlier work on their stream" if queued else "")
         out.append(
-            f"Median launch latency {duration(lat.p50_ns or 0)} "
-            f"(p95 {duration(lat.p95_ns or 0)}, {lat.count} launches)"
+            f"Median launch latency {duration(lat.unqueued_p50_ns or 0)} onto an idle stream "
+            f"({lat.unqueued_count} launch{'' if lat.unqueued_count == 1 else 'es'}){tail}"
+        )
+    elif lat.count:
+        out.append(
+            f"All {lat.count} kernels were queued behind earlier work on their stream "
+            f"(median launch-to-start {duration(lat.p50_ns or 0)}): launch overhead is hidden"
         )
     return out

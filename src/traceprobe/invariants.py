@@ -162,6 +162,10 @@ def _check_host(r: Report) -> None:
         _le(lat.p50_ns, lat.p95_ns, "launch latency p50 <= p95")  # type: ignore[arg-type]
         _le(lat.p95_ns, lat.max_ns, "launch latency p95 <= max")  # type: ignore[arg-type]
         _le(lat.mean_ns, lat.max_ns, "launch latency mean <= max")  # type: ignore[arg-type]
+        _le(lat.unqueued_count, lat.count, "unqueued launches <= launches")
+        if lat.unqueued_count:
+            _le(lat.unqueued_p50_ns, lat.unqueued_max_ns, "unqueued p50 <= max")  # type: ignore[arg-type]
+            _le(lat.unqueued_max_ns, lat.max_ns, "unqueued max <= max")  # type: ignore[arg-type]
     kernels = {(s.device, s.stream): s.kernels for s in r.streams}
     for g in r.host.kernel_gaps:
         tag = f"gaps device {g.device} stream {g.stream}"

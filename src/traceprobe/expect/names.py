@@ -40,7 +40,7 @@ concurrent_streams_us       yes  ``overlap.streams[d].concurrent_us``; no [d]: s
 speedup_vs_span              –   ``serial.speedup_vs_span``
 parallelism                  –   ``serial.parallelism``
 launch_latency_p50_us        –   ``host.launch_latency.p50_us`` (also ``_mean_us``, ``_p95_us``,
-                                 ``_max_us``)
+                                 ``_max_us``, ``_unqueued_p50_us``, ``_unqueued_max_us``)
 launch_bound_streams         –   number of ``host.kernel_gaps`` rows with ``launch_bound`` true
 ========================== ===== ================================================================
 
@@ -242,7 +242,7 @@ NAMES: dict[str, Name] = {
     **{
         f"launch_latency_{k}_us": Name(
             _scalar("host", "launch_latency", f"{k}_us"), f"host.launch_latency.{k}_us", "us")
-        for k in ("mean", "p50", "p95", "max")
+        for k in ("mean", "p50", "p95", "max", "unqueued_p50", "unqueued_max")
     },
     "launch_bound_streams": Name(
         _count_rows("host", "kernel_gaps", where="launch_bound"),

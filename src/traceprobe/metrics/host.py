@@ -66,6 +66,11 @@ class LaunchLatency:
     p50_ns: float | None
     p95_ns: float | None
     max_ns: int | None
+    # Launches onto an idle stream: every earlier activity of the kernel's stream had ended
+    # when the launching call began, so the delay is launch overhead, not queueing.
+    unqueued_count: int = 0
+    unqueued_p50_ns: float | None = None
+    unqueued_max_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -234,16 +239,44 @@ def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:
     launch = calls.drop_duplicates("correlation").set_index("correlation")["start"]
     both = pd.concat([first.rename("k"), launch.rename("r")], axis=1, join="inner")
     lat = (both["k"] - both["r"]).to_numpy(dtype=np.int64)
-    lat = lat[lat >= 0]
+    keep = lat >= 0
+    lat = lat[keep]
     if lat.size == 0:
         return LaunchLatency(0, None, None, None, None)
+    before = _stream_drained_at(gpu).reindex(both.index[keep]).to_numpy(dtype=np.int64)
+    idle = lat[before <= both["r"].to_numpy(dtype=np.int64)[keep]]
     return LaunchLatency(
         count=int(lat.size),
         mean_ns=float(lat.mean()),
         p50_ns=float(np.median(lat)),
         p95_ns=float(np.percentile(lat, 95)),
         max_ns=int(lat.max()),
+        unqueued_count=int(idle.size),
+        unqueued_p50_ns=float(np.median(idle)) if idle.size else None,
+        unqueued_max_ns=int(idle.max()) if idle.size else None,
     )
+
+
+def _stream_drained_at(gpu: pd.DataFrame) -> pd.Series:
+    """For each kernel correlation: when everything before its first kernel on that stream ended.
+
+    Activities (kernels, copies, memsets) of a stream in start order; a kernel's value is the
+    latest end among those that started before it (the minimum int64 for the stream's first).
+    """
+    g = gpu.sort_values(["device", "stream", "start", "end"], kind="stable")
+    dev = g["device"].to_numpy(dtype=np.int64)
+    st = g["stream"].to_numpy(dtype=np.int64)
+    new_stream = np.ones(len(g), dtype=bool)
+    new_stream[1:] = (dev[1:] != dev[:-1]) | (st[1:] != st[:-1])
+    group = np.cumsum(new_stream)
+    latest = pd.Series(g["end"].to_numpy(dtype=np.int64)).groupby(group).cummax().to_numpy()
+    prev = np.empty(len(g), dtype=np.int64)
+    prev[1:] = latest[:-1]
+    prev[new_stream] = np.iinfo(np.int64).min
+    out = pd.Series(prev, index=g["correlation"].to_numpy())
+    is_kernel = (g["kind"] == "kernel").to_numpy() & (g["correlation"] >= 0).to_numpy()
+    out = out[is_kernel]
+    return out[~out.index.duplicated(keep="first")]
 
 
 def kernel_gaps(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[KernelGaps, ...]:

@@ -279,7 +279,14 @@ def _launch_latency(r: Mapping[str, Any]) -> Table | None:
         f"mean {fmt_time(lat.get('mean_us'))}, p50 {fmt_time(lat.get('p50_us'))}, "
         f"p95 {fmt_time(lat.get('p95_us'))}, max {fmt_time(lat.get('max_us'))}"
     )
-    return Table("Launch latency", notes=[line])
+    notes = [line]
+    if lat.get("unqueued_count"):
+        notes.append(
+            f"onto an idle stream (launch overhead, no queueing), over "
+            f"{fmt_count(lat.get('unqueued_count'))} kernels: p50 "
+            f"{fmt_time(lat.get('unqueued_p50_us'))}, max {fmt_time(lat.get('unqueued_max_us'))}"
+        )
+    return Table("Launch latency", notes=notes)
 
 
 def _kernel_gaps(r: Mapping[str, Any]) -> Table | None:
