@@ -259,21 +259,10 @@ def measure(argv: list[str], workdir: Path) -> Run:
 
 
 def hta_dir(trace: Path, workdir: Path) -> Path:
-    """A directory holding only a link to `trace`, named as HTA wants.
+    """A directory holding only a link to `trace`, named as HTA wants (shared with --hta)."""
+    from traceprobe.hta_bridge import rank_dir
 
-    HTA (hta/common/trace_file.py) takes every file in the directory whose name ends
-    in ``.json`` or ``.gz`` and finds its rank by the text ``"rank": N`` inside.
-    """
-    d = workdir / "hta_trace"
-    d.mkdir(exist_ok=True)
-    name = trace.name
-    if not (name.endswith(".json") or name.endswith(".gz")):
-        with open(trace, "rb") as fh:
-            name = "rank-0.json.gz" if fh.read(2) == b"\x1f\x8b" else "rank-0.json"
-    link = d / name
-    if not link.exists():
-        link.symlink_to(trace.resolve())
-    return d
+    return rank_dir(trace, workdir)
 
 
 def argv_for(key: str, trace: Path, workdir: Path, traceprobe_cmd: str) -> list[str]:

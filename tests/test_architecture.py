@@ -25,7 +25,7 @@ LAYERS = [
     {"reader", "timestamps", "coerce", "kineto", "frames", "split", "loader"},
     {"metrics"},
     {"report", "headlines", "invariants"},
-    {"render", "expect", "compare", "annotate", "tensorboard", "verify"},
+    {"render", "expect", "compare", "annotate", "tensorboard", "verify", "hta_bridge"},
     {"cli"},
 ]
 

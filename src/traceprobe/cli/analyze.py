@@ -62,6 +62,10 @@ class StepParam(click.ParamType):
               help="Also write per-step figures as TensorBoard scalars beside each trace.")
 @click.option("--top", type=click.IntRange(min=0), default=None, metavar="N",
               help="Show N top kernels and CPU ops.  [default: 10; JSON: all the report has]")
+@click.option("--hta", is_flag=True,
+              help="Also run HolisticTraceAnalysis on each trace (pip install "
+              "'traceprobe[hta]') and add its per-rank breakdowns to the report as \"hta\" "
+              "(JSON only; other formats leave them out).")
 def analyze(
     paths: tuple[str, ...],
     fmt: str | None,
@@ -74,6 +78,7 @@ def analyze(
     plot_path: str | None,
     tb: bool,
     top: int | None,
+    hta: bool,
 ) -> None:
     """Measure overlap in PyTorch Profiler (Kineto) traces.
 
@@ -101,6 +106,10 @@ def analyze(
 
     fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
     output.check_target(output_path, force=force)  # refuse before loading anything
+    if hta:
+        from traceprobe import hta_bridge
+
+        hta_bridge.require()
     if csv_dir is not None:
         from traceprobe.render.csv import FILES
 
@@ -126,6 +135,8 @@ def analyze(
     else:
         data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
         per_trace = list(data["traces"])
+    if hta:
+        hta_bridge.add_hta(files, per_trace)
 
     color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
     if fmt == "html":
