@@ -844,3 +844,25 @@ def test_column_dtypes_match_the_contract(tmp_path):
     for df, cols in ((tl.gpu, GPU_COLUMNS), (tl.cpu, CPU_COLUMNS), (tl.steps, STEP_COLUMNS)):
         assert {c: str(df[c].dtype) for c in cols} == cols
     assert isinstance(tl.gpu["start"].to_numpy(), np.ndarray)
+
+
+def test_2021_format_figures_by_hand(tmp_path):
+    # GIVEN the 2021-style trace above: GPU 0 copies [405, 415) and sets [430, 435) µs,
+    # GPU 1 runs one kernel [420, 425) µs
+    from traceprobe.report import analyze
+
+    r = analyze(loader.load(write_text(tmp_path / "old.pt.trace.json", TRACE_2021)))
+    r.check()
+    d = r.to_dict()
+    # THEN busy, kinds and overlaps are exactly the hand-computed ones
+    by_dev = {x["device"]: x for x in d["devices"]}
+    assert [by_dev[0][k] for k in ("busy_us", "kernel_us", "memcpy_us", "memset_us")] == [
+        15.0, 0.0, 10.0, 5.0]
+    assert [by_dev[1][k] for k in ("busy_us", "kernel_us", "memcpy_us", "memset_us")] == [
+        5.0, 5.0, 0.0, 0.0]
+    assert d["overlap"]["cross_device"][0]["overlap_us"] == 0.0  # 420-425 meets neither
+    assert d["overlap"]["multi_device_us"] == 0.0
+    copy_all = d["overlap"]["copy_compute"][0]
+    assert (copy_all["device"], copy_all["memcpy_us"], copy_all["hidden_us"]) == (0, 10.0, 0.0)
+    assert d["gpu_span_us"] == 30.0  # 405 -> 435
+    assert d["serial"]["serial_us"] == 20.0  # streams: GPU 0 s7 15 + GPU 1 s9 5
