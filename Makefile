@@ -24,7 +24,7 @@ test: setup
 	@$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 lint: setup
-	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff check traceprobe tests scripts
 	$(BIN)/mypy
 
 bench: setup

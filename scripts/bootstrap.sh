@@ -19,7 +19,7 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt
     fi
     "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,test,dev]"
     # bytecode for traceprobe's own modules (an editable install leaves them uncompiled)
-    "$VENV/bin/python" -m compileall -q src >/dev/null || true
+    "$VENV/bin/python" -m compileall -q traceprobe >/dev/null || true
     touch "$stamp"
 fi
 if ! command -v chromium >/dev/null 2>&1; then

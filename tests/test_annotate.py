@@ -134,7 +134,7 @@ def builder_trace() -> TraceBuilder:
 
 
 def figures(path: Path) -> dict[str, Any]:
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
     from traceprobe.report import analyze
 
     d = analyze(load(path)).to_dict()
@@ -143,7 +143,7 @@ def figures(path: Path) -> dict[str, Any]:
 
 
 def test_the_copy_loads_back_with_the_same_figures(tmp_path: Path) -> None:
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
 
     src = builder_trace().write(tmp_path / "t.json")
     out = tmp_path / "t.annotated.json.gz"
@@ -167,7 +167,7 @@ def test_the_copy_loads_back_with_the_same_figures(tmp_path: Path) -> None:
 
 
 def test_timestamps_beyond_float_precision_stay_exact(tmp_path: Path) -> None:
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
 
     # Epoch-based µs timestamps: float64 cannot hold them to the nanosecond.
     text = (
@@ -192,7 +192,7 @@ def test_timestamps_beyond_float_precision_stay_exact(tmp_path: Path) -> None:
 
 
 def test_writing_refuses_the_input_and_existing_files(tmp_path: Path) -> None:
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
 
     src = builder_trace().write(tmp_path / "t.json")
     doc = annotate(load(src), src)
@@ -250,7 +250,7 @@ def tensorboard_load(path: Path, cache: Path) -> tuple[Any, bytes]:
 @pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # inside the plugin
 def test_tensorboard_plugin_loads_the_copy(tmp_path: Path) -> None:
     pytest.importorskip("torch_tb_profiler", reason="torch-tb-profiler is not installed")
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
 
     src = builder_trace().write(tmp_path / "w.pt.trace.json")
     out = tmp_path / "w.annotated.pt.trace.json"

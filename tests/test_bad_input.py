@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tracebuild import TraceBuilder
-from traceprobe import loader
 from traceprobe.errors import TraceError
+from traceprobe.load import pipeline as loader
 
 
 def big_trace_text(n: int = 40_000) -> bytes:

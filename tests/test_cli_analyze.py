@@ -110,9 +110,9 @@ def tiny(tmp_path: Path) -> Path:
 
 
 needs_loader = pytest.mark.skipif(
-    importlib.util.find_spec("traceprobe.loader") is None
+    importlib.util.find_spec("traceprobe.load.pipeline") is None
     or importlib.util.find_spec("traceprobe.report") is None,
-    reason="traceprobe.loader / traceprobe.report are not written yet",
+    reason="traceprobe.load.pipeline / traceprobe.report are not written yet",
 )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from traceprobe import loader
+from traceprobe.load import pipeline as loader
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "hta"
 FILES = sorted(CORPUS.glob("*.json.gz")) if CORPUS.is_dir() else []
@@ -175,7 +175,7 @@ def test_two_ranks_of_one_job_load_together():
 
 def test_a_large_trace_is_decoded_in_batches():
     # GIVEN the largest corpus trace (53.7 MB of JSON) WHEN its events are read
-    from traceprobe.reader import read_events
+    from traceprobe.load.read import read_events
 
     sizes = [
         len(batch) for batch in read_events(corpus("df_index_resolver_df_index_resolver.json.gz"))

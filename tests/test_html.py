@@ -313,7 +313,7 @@ def console_lines(stderr: str) -> list[str]:
 
 def browser_page(tmp_path: Path, extra: str = "") -> tuple[Path, int]:
     """A two-GPU trace through the whole pipeline (builder → loader → report → HTML)."""
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
     from traceprobe.report import analyze
 
     t = TraceBuilder()

@@ -16,9 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracebuild import TraceBuilder
-from traceprobe import kineto, loader
 from traceprobe.errors import TraceError
-from traceprobe.reader import EventStream, decode_document, us_to_ns
+from traceprobe.load import pipeline as kineto
+from traceprobe.load import pipeline as loader
+from traceprobe.load.read import EventStream, decode_document, us_to_ns
+from traceprobe.report import check
 
 
 def write_text(path: Path, text: str, gz: bool = False) -> Path:
@@ -852,7 +854,7 @@ def test_2021_format_figures_by_hand(tmp_path):
     from traceprobe.report import analyze
 
     r = analyze(loader.load(write_text(tmp_path / "old.pt.trace.json", TRACE_2021)))
-    r.check()
+    check(r)
     d = r.to_dict()
     # THEN busy, kinds and overlaps are exactly the hand-computed ones
     by_dev = {x["device"]: x for x in d["devices"]}

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from traceprobe.report import check
+
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus" / "hta"
 REPO = Path(__file__).parents[1]
 # Third-party traces (where ../shared/corpus exists) and our own, recorded on 1 and 2 H200s:
@@ -150,7 +152,7 @@ def pairs_of(rows):
 
 @pytest.fixture(scope="module")
 def loaded():
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
 
     return {str(p): (load(p), *read_raw(p)) for p in TRACES}
 
@@ -164,7 +166,7 @@ def test_device_copy_and_stream_figures_match_raw_json(path: Path, loaded) -> No
 
     tl, gpu, (lo, hi) = loaded[str(path)]
     r = analyze(tl, step="all")
-    r.check()
+    check(r)
     assert (r.window.start_ns, r.window.end_ns, r.span_ns) == (lo, hi, hi - lo)
     devices = sorted({g["device"] for g in gpu})
     assert [d.device for d in r.devices] == devices
@@ -276,7 +278,7 @@ def test_two_ranks_cross_trace_matches_raw_json(loaded, group) -> None:
     if len(names) < 2:
         pytest.skip(f"the two-rank traces of {group} are not here")
     m = analyze_many([loaded[n][0] for n in names])
-    m.check()
+    check(m)
     (ra, rb) = [read_raw(Path(n)) for n in names]
     windows_meet = max(ra[1][0], rb[1][0]) < min(ra[1][1], rb[1][1])
     assert bool(m.cross_trace.pairs) == windows_meet

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from frames import copy, kernel, memset, op, timeline
 from traceprobe.metrics.devices import StreamPair, device_busy, stream_busy, stream_concurrency
-from traceprobe.report import analyze
+from traceprobe.report import analyze, check
 
 
 def _one_device_mix():
@@ -29,7 +29,7 @@ def _one_device_mix():
 def test_device_busy_unions_kinds_and_counts_zero_length_events() -> None:
     # GIVEN one device with overlapping kernels, a zero-length kernel, a memset and a copy
     r = analyze(_one_device_mix())
-    r.check()
+    check(r)
     # THEN kernels ∪ = [0,12) = 12; copy 7; memset 5; busy = [0,15) ∪ [30,35) = 20
     (d,) = r.devices
     assert (d.device, d.name) == (0, "NVIDIA H200")
@@ -72,7 +72,7 @@ def test_three_streams_max_concurrent_three() -> None:
         ]
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     (c,) = r.overlap.streams
     # depth over stream unions [0,12) [5,15) [8,20): 1 on [0,5), 2 on [5,8), 3 on [8,12),
     # 2 on [12,15), 1 on [15,20) -> >= 2 on [5,15) = 10, max 3
@@ -95,7 +95,7 @@ def test_requested_device_without_events_has_zero_rows() -> None:
     # GIVEN events on device 0 only; WHEN devices 0 and 1 are requested
     tl = timeline(gpu=[kernel(0, 10), copy(2, 4)], cpu=[op(0, 20)])
     r = analyze(tl, devices=[1, 0])
-    r.check()
+    check(r)
     # THEN device 1 is listed with zeros everywhere, and nothing crashes
     assert [d.device for d in r.devices] == [0, 1]
     d1 = r.device(1)
@@ -134,7 +134,7 @@ def test_requested_device_without_events_has_zero_rows() -> None:
 def test_devices_filter_drops_other_devices() -> None:
     tl = timeline(gpu=[kernel(0, 10, device=0), kernel(0, 10, device=1)])
     r = analyze(tl, devices=[1])
-    r.check()
+    check(r)
     assert [d.device for d in r.devices] == [1]
     assert r.counts.kernels == 1
     # the window is still the whole trace's, so idle time does not depend on the filter

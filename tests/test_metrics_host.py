@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from frames import HOST_PID, driver, kernel, op, runtime, timeline
 from traceprobe.metrics.host import Cause, host_process, kernel_gaps
-from traceprobe.report import analyze
+from traceprobe.report import analyze, check
 
 
 def _sync_trace():
@@ -28,7 +28,7 @@ def _sync_trace():
 
 def test_host_idle_attribution_with_stream_synchronize() -> None:
     r = analyze(_sync_trace())
-    r.check()
+    check(r)
     (h,) = r.host.devices
     # window [-5,60) = 65, busy 20 -> idle [-5,0) + [10,50) = 45
     assert h.idle_ns == 45
@@ -54,7 +54,7 @@ def test_causes_keep_top_five_and_count_calls_in_idle_time() -> None:
     # cudaCall0 is called twice more: once in idle time, once while the GPU is busy
     cpu += [runtime(180, 190, "cudaCall0"), runtime(10, 20, "cudaCall0"), op(0, 200, "outer")]
     r = analyze(timeline(gpu=[kernel(0, 100)], cpu=cpu))
-    r.check()
+    check(r)
     (h,) = r.host.devices
     # cudaCall0: [100,105) + [180,190) = 15 over 2 calls in idle time (the busy-time call does
     # not count); each other runtime name 5; outer: idle [100,200) minus runtime time
@@ -98,7 +98,7 @@ def test_launch_latency_by_correlation() -> None:
         ],
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     lat = r.host.launch_latency
     # latencies 10, 25, 6, 10 -> sorted 6 10 10 25; p95 = 10 + 0.85 * 15 = 22.75 (linear)
     assert (lat.count, lat.mean_ns, lat.p50_ns, lat.max_ns) == (4, 12.75, 10.0, 25)
@@ -147,7 +147,7 @@ def test_kernel_gaps_and_launch_bound_stream() -> None:
         ]
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     g7, g20 = r.host.kernel_gaps
     assert (g7.device, g7.stream, g7.gaps, g7.mean_ns, g7.p50_ns, g7.max_ns) == (
         0,
@@ -174,7 +174,7 @@ def test_kernel_gaps_ignore_copies_and_other_devices() -> None:
 
 def test_host_figures_of_a_cpu_only_trace() -> None:
     r = analyze(timeline(cpu=[op(0, 10), runtime(2, 3, pid=HOST_PID)]))
-    r.check()
+    check(r)
     assert r.host.devices == ()
     assert r.host.kernel_gaps == ()
     assert r.host.launch_latency.count == 0
@@ -192,7 +192,7 @@ def test_launch_latency_separates_launches_onto_an_idle_stream_from_queued_ones(
              runtime(20, 21, correlation=3)],
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     lat = r.host.launch_latency
     assert (lat.count, lat.p50_ns, lat.max_ns) == (3, 3.0, 9)
     assert (lat.unqueued_count, lat.unqueued_p50_ns, lat.unqueued_max_ns) == (2, 2.5, 3)

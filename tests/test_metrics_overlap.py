@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from frames import comm, copy, kernel, op, timeline
 from traceprobe.metrics.overlap import CopyCompute, cross_device, multi_device_ns
-from traceprobe.report import analyze, analyze_many
+from traceprobe.report import analyze, analyze_many, check
 
 
 def _two_devices():
@@ -16,7 +16,7 @@ def _two_devices():
 
 def test_two_devices_partly_overlapping() -> None:
     r = analyze(_two_devices())
-    r.check()
+    check(r)
     (p,) = r.overlap.cross_device
     # busy 20 and 20; both on [5,10) + [20,25) = 10; either = 20 + 20 - 10 = 30
     assert p.devices == (0, 1)
@@ -38,7 +38,7 @@ def test_multi_device_counts_each_device_once() -> None:
         ]
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     # depth: [0,5) 1, [5,8) 2, [8,10) 3, [10,20) 2, [20,22) 3, [22,25) 2, [25,30) 1 -> >=2 on [5,25)
     assert r.overlap.multi_device_ns == 20
     pairs = {p.devices: p.overlap_ns for p in r.overlap.cross_device}
@@ -61,7 +61,7 @@ def test_copy_partly_hidden_per_direction() -> None:
         ]
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     # all: ∪ = [5,15)+[20,30) = 20; hidden [5,10)+[25,27) = 7; exposed 13
     # HtoD: 10, hidden 5; DtoH: ∪ [20,30) = 10, hidden 2
     assert r.overlap.copy_compute == (
@@ -89,7 +89,7 @@ def test_comm_compute() -> None:
     #       device 1 has no communication kernels
     tl = timeline(gpu=[comm(0, 10, stream=30), kernel(5, 8), kernel(9, 20), kernel(0, 5, device=1)])
     r = analyze(tl)
-    r.check()
+    check(r)
     (c,) = r.overlap.comm_compute
     # comm 10; hidden [5,8)+[9,10) = 4; exposed 6
     assert (c.device, c.comm_ns, c.hidden_ns, c.exposed_ns, c.hidden_fraction) == (0, 10, 4, 6, 0.4)
@@ -100,7 +100,7 @@ def test_serial_equivalent() -> None:
     # GIVEN device 0: stream 7 [0,10), stream 20 [5,15); device 1: stream 7 [100,110)
     tl = timeline(gpu=[kernel(0, 10), kernel(5, 15, stream=20), kernel(100, 110, device=1)])
     r = analyze(tl)
-    r.check()
+    check(r)
     s = r.serial
     # Σ stream busy 30; union [0,15)+[100,110) = 25; GPU span [0,110) = 110
     assert (s.serial_ns, s.busy_union_ns, s.gpu_span_ns) == (30, 25, 110)
@@ -126,7 +126,7 @@ def test_cross_trace_pairs_and_skips_disjoint_windows() -> None:
     t1 = timeline(gpu=[kernel(5, 25, device=1), kernel(0, 2, device=2)], source="r1.json")
     t2 = timeline(gpu=[kernel(1000, 1010)], source="r2.json")
     m = analyze_many([t0, t1, t2])
-    m.check()
+    check(m)
     rows = [
         (
             (p.a.trace, p.a.device),

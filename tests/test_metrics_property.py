@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from frames import timeline
-from traceprobe.report import analyze
+from traceprobe.report import analyze, check
 
 COPY_KINDS = ["HtoD", "DtoH", "DtoD", "PtoP", "HtoH"]
 RUNTIME = ["cuda_runtime", "cuda_sync", "cuda_driver"]
@@ -421,7 +421,7 @@ def rows(frame) -> list[dict]:
 )
 def test_every_figure_matches_the_slow_computation(tl, step, devices) -> None:
     r = analyze(tl, step=step, devices=devices)
-    r.check()
+    check(r)
     gpu, cpu, steps = rows(tl.gpu), rows(tl.cpu), rows(tl.steps)
     devs = sorted(set(devices)) if devices is not None else sorted({g["device"] for g in gpu})
     pid = host_pid(cpu)

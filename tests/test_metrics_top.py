@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from frames import kernel, op, runtime, timeline
 from traceprobe.metrics.top import TopKernel, TopOp, top_kernels, top_ops
-from traceprobe.report import analyze
+from traceprobe.report import analyze, check
 
 
 def test_top_kernels_sum_durations_per_name_and_device() -> None:
@@ -19,7 +19,7 @@ def test_top_kernels_sum_durations_per_name_and_device() -> None:
         ]
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     # a@0 and a@1 tie at 30: name, then device, break the tie
     assert r.top_kernels == (
         TopKernel("a", 0, 2, 30, 15.0, 30 / 65),
@@ -51,7 +51,7 @@ def test_top_ops_inclusive_totals() -> None:
         ]
     )
     r = analyze(tl)
-    r.check()
+    check(r)
     assert r.top_ops == (TopOp("x", 2, 15, 7.5), TopOp("y", 1, 15, 15.0), TopOp("z", 1, 1, 1.0))
     assert r.to_dict()["top_ops"][0] == {
         "name": "x",

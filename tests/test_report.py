@@ -11,7 +11,7 @@ import pytest
 
 from frames import comm, copy, kernel, memset, op, runtime, timeline
 from traceprobe.errors import UsageError
-from traceprobe.report import SCHEMA, analyze, analyze_many
+from traceprobe.report import SCHEMA, analyze, analyze_many, check
 
 SCHEMA_DOC = Path(__file__).parents[1] / "docs" / "REPORT_SCHEMA.md"
 
@@ -75,7 +75,7 @@ def _rich():
 
 def test_to_dict_has_exactly_the_documented_shape() -> None:
     r = analyze(_rich(), step="all")
-    r.check()
+    check(r)
     d = r.to_dict()
     example = schema_example()
     example["steps"] = []  # steps hold report objects; checked below
@@ -141,7 +141,7 @@ def test_to_dict_values_are_microseconds() -> None:
 
 def test_step_all_adds_one_report_per_step_clipped_at_the_boundary() -> None:
     r = analyze(_rich(), step="all")
-    r.check()
+    check(r)
     s1, s2 = r.steps
     assert (s1.window.step, s1.window.start_ns, s1.window.end_ns, s1.span_ns) == (1, 0, 3000, 3000)
     assert (s2.window.step, s2.window.start_ns, s2.window.end_ns) == (2, 3000, 7000)
@@ -160,7 +160,7 @@ def test_step_all_adds_one_report_per_step_clipped_at_the_boundary() -> None:
 
 def test_step_n_analyses_only_that_window() -> None:
     r = analyze(_rich(), step=2)
-    r.check()
+    check(r)
     assert (r.window.step, r.span_ns, r.steps) == (2, 4000, ())
     # device 1 has no work in step 2 but is still listed (it has activity in the trace)
     assert [d.device for d in r.devices] == [0, 1]
@@ -171,7 +171,7 @@ def test_step_n_analyses_only_that_window() -> None:
 def test_zero_length_event_on_a_step_boundary_belongs_to_the_later_step() -> None:
     tl = timeline(gpu=[kernel(10, 10), kernel(0, 5)], steps=[(1, 0, 10), (2, 10, 20)])
     r = analyze(tl, step="all")
-    r.check()
+    check(r)
     assert [s.counts.kernels for s in r.steps] == [1, 1]
 
 
@@ -191,7 +191,7 @@ def test_missing_step_is_a_usage_error_naming_the_steps() -> None:
 def test_cpu_only_trace_has_no_devices_and_no_crash() -> None:
     tl = timeline(cpu=[op(0, 100, "aten::empty"), op(10, 20, "aten::empty")], fmt="cpu-only")
     r = analyze(tl, step="all")
-    r.check()
+    check(r)
     d = r.to_dict()
     assert d["format"] == "cpu-only"
     assert (d["devices"], d["streams"], d["gpu_span_us"]) == ([], [], 0.0)
@@ -233,7 +233,7 @@ def test_cpu_only_trace_has_no_devices_and_no_crash() -> None:
 
 def test_empty_timeline() -> None:
     r = analyze(timeline())
-    r.check()
+    check(r)
     assert (r.span_ns, r.devices, r.window.start_ns) == (0, (), 0)
 
 
@@ -277,20 +277,20 @@ def test_check_catches_broken_figures() -> None:
         ),
     )
     with pytest.raises(AssertionError, match="hidden \\+ exposed != memcpy"):
-        bad.check()
+        check(bad)
     d = r.devices[0]
     bad = replace(r, devices=(replace(d, busy_ns=d.busy_ns + 10**6), *r.devices[1:]))
     with pytest.raises(AssertionError, match="busy"):
-        bad.check()
+        check(bad)
     p = r.overlap.cross_device[0]
     bad = replace(r, overlap=replace(r.overlap, cross_device=(replace(p, overlap_ns=10**9),)))
     with pytest.raises(AssertionError, match="overlap <= min busy"):
-        bad.check()
+        check(bad)
 
 
 def test_analyze_many_runs_each_trace_with_the_same_options() -> None:
     m = analyze_many([_rich(), _rich()], step=1, devices=[0])
-    m.check()
+    check(m)
     assert [r.window.step for r in m.reports] == [1, 1]
     assert [[d.device for d in r.devices] for r in m.reports] == [[0], [0]]
     (p,) = m.cross_trace.pairs
@@ -321,7 +321,7 @@ def figures_example():
 def test_figures_md_worked_example() -> None:
     """Every number quoted in docs/FIGURES.md's worked example."""
     r = analyze(figures_example())
-    r.check()
+    check(r)
     d = r.to_dict()
     assert (d["span_us"], d["gpu_span_us"]) == (12.0, 8.0)
     g0, g1 = d["devices"]

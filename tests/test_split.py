@@ -13,10 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceprobe import kineto, loader, split
 from traceprobe.errors import TraceError
-from traceprobe.frames import timeline
-from traceprobe.reader import EventStream
+from traceprobe.load import columns as kineto
+from traceprobe.load import pipeline as loader
+from traceprobe.load import split
+from traceprobe.load.frames import timeline
+from traceprobe.load.read import EventStream
 
 TRICKY = '}, {"x": 1}, {'
 

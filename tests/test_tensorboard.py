@@ -277,7 +277,7 @@ def handmade_gpu_run(run_dir: Path) -> Path:
 @pytest.mark.slow
 def test_scalars_and_profiler_run_through_a_real_tensorboard(server: Server) -> None:
     import traceprobe
-    from traceprobe.loader import find_traces
+    from traceprobe.load.folders import find_traces
 
     logdir = server.logdir
     runs = {"two-devices/parallel": record_cpu_run(logdir),

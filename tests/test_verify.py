@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from tracebuild import TraceBuilder
 from traceprobe import verify as vf
 from traceprobe.cli import cli
-from traceprobe.loader import load
+from traceprobe.load.pipeline import load
 from traceprobe.render.verdicts import render
 from traceprobe.verify import CANNOT_TELL, FAILS, HOLDS, Recorded
 

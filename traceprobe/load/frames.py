@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceprobe.kineto import GPU_CATEGORIES, RENAMED_2021, Columns
+from traceprobe.load.schema import GPU_CATEGORIES, RENAMED_2021, Columns
 from traceprobe.timeline import (
     COPY_KINDS,
     CPU_COLUMNS,

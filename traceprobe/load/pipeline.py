@@ -1,44 +1,40 @@
-"""The public loading API: paths in, :class:`~traceprobe.timeline.Timeline` out.
+"""The stages joined: paths in, :class:`~traceprobe.timeline.Timeline` out, here or in workers.
 
     load(path) -> Timeline                     one trace file
     load_many(paths, jobs=None, progress=False) -> list[Timeline]
                                                files, directories, or a mix
     start(paths, jobs=None) -> Loading         the same, begun in worker processes
                                                while the caller does other work
-    find_traces(path) -> list[Path]            what a path expands to
+    from_document(doc) / from_events(events)   a Timeline from Python objects (tests, notebooks)
 
-A directory is searched recursively for the TensorBoard profiler layout
-(``<worker>.<id>.pt.trace.json[.gz]``, possibly under run folders); when it has
-none of those, every ``*.json`` / ``*.json.gz`` in it counts (one file per
-rank). Files come back in natural order (``rank-2`` before ``rank-10``), so
-the result does not depend on the file system. Each file gives one Timeline.
-
-The work is :func:`traceprobe.reader.read_events` (bytes, gzip, JSON, in
-batches) feeding :func:`traceprobe.kineto.collect` (numpy columns), then
-:func:`traceprobe.frames.timeline` (pandas frames). Importing this module does
-not import pandas: worker processes forked from it decode without it.
+Each file gives one Timeline: :func:`.read.read_events` (bytes, gzip, JSON, in batches)
+feeding :func:`.columns.collect` (numpy columns), then :func:`.frames.timeline` (pandas
+frames). Importing this module does not import pandas: worker processes forked from it
+decode without it. :func:`from_document` and :func:`from_events` encode Python objects to
+JSON and take the same path as a file; pass ``decimal.Decimal`` timestamps to keep sub-µs
+digits exact.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from traceprobe.errors import TraceError, TraceprobeError
-from traceprobe.kineto import Columns, collect
-from traceprobe.reader import read_events
+from traceprobe.load.columns import collect
+from traceprobe.load.folders import PathLike, expand, find_traces
+from traceprobe.load.read import EventStream, read_events
+from traceprobe.load.schema import Columns
 
 if TYPE_CHECKING:
     from traceprobe.timeline import Timeline
 
-PathLike = str | os.PathLike[str]
-
-TENSORBOARD_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz")
-TRACE_PATTERNS = ("*.json", "*.json.gz")
+_ENCODER = msgspec.json.Encoder(decimal_format="number")
 MAX_PARTS = 8  # workers that decode one file together (each gunzips all of it)
 
 
@@ -70,7 +66,7 @@ def load_many(
     ``min(cpu_count, files)``; ``jobs=1`` or a single file loads here).
     ``progress=True`` shows a tqdm bar on stderr.
     """
-    files = _expand(paths)
+    files = expand(paths)
     jobs = min(_cores(), len(files)) if jobs is None else jobs
     with Loading(files, max(1, min(jobs, len(files)))) as loading:
         return loading.result(progress=progress)
@@ -91,7 +87,7 @@ def start(paths: PathLike | Iterable[PathLike], jobs: int | None = None) -> Load
             ...                                  # runs while the files decode
             timelines = loading.result(progress=True)
     """
-    files = _expand(paths)
+    files = expand(paths)
     return Loading(files, max(1, _cores() if jobs is None else jobs))
 
 
@@ -147,7 +143,7 @@ class Loading:
                 raise TraceError(*done[0])
             cols: Columns = done[0]
             return cols
-        from traceprobe.split import Unsplittable, merge
+        from traceprobe.load.split import Unsplittable, merge
 
         if any(part is None for part in done):
             return _collect(f)  # a part failed: load it here, for the one true error or result
@@ -169,57 +165,12 @@ class Loading:
         self.close()
 
 
-def find_traces(path: PathLike) -> list[Path]:
-    """The trace files a path names: itself if a file, else those under a directory."""
-    p = Path(path)
-    if p.is_file():
-        return [p]
-    if not p.exists():
-        raise TraceError(p, "no such file or directory", "check the path")
-    if not p.is_dir():
-        raise TraceError(p, "is neither a file nor a directory", "pass a trace file")
-    found = _glob(p, TENSORBOARD_PATTERNS) or _glob(p, TRACE_PATTERNS)
-    if not found:
-        raise TraceError(
-            p,
-            "no trace files (*.pt.trace.json[.gz], *.json, *.json.gz) in this directory",
-            "point at the folder torch.profiler.tensorboard_trace_handler "
-            "wrote, or at a trace file",
-        )
-    return found
-
-
-def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    hits = {q for pat in patterns for q in root.rglob(pat) if q.is_file()}
-    return sorted(hits, key=_natural_key)
-
-
-def _natural_key(p: Path) -> list[tuple[int, int | str]]:
-    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", p.as_posix()) if t]
-
-
-def _expand(paths: PathLike | Iterable[PathLike]) -> list[Path]:
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files: list[Path] = []
-    seen: set[Path] = set()
-    for item in paths:
-        for f in find_traces(item):
-            key = f.resolve()
-            if key not in seen:
-                seen.add(key)
-                files.append(f)
-    if not files:
-        raise TraceError("<no paths>", "no trace paths given", "name at least one trace file")
-    return files
-
-
 def _collect(path: PathLike) -> Columns:
     return collect(read_events(path), str(path))
 
 
 def _timeline(cols: Columns) -> Timeline:
-    from traceprobe.frames import timeline  # pandas: only once the columns are there
+    from traceprobe.load.frames import timeline  # pandas: only once the columns are there
 
     return timeline(cols)
 
@@ -234,7 +185,7 @@ def _collect_in_worker(path: str) -> Columns | tuple[str, str, str]:
 
 
 def _part_in_worker(path: str, part: int, parts: int) -> Columns | None:
-    from traceprobe.split import collect_part
+    from traceprobe.load.split import collect_part
 
     try:
         return collect_part(path, part, parts)
@@ -252,3 +203,34 @@ def _progress(total: int):  # type: ignore[no-untyped-def]
     from tqdm import tqdm
 
     return tqdm(total=total, file=sys.stderr, unit="trace", desc="loading")
+
+
+def build(stream: EventStream, source: str) -> Timeline:
+    """Turn a stream of decoded events into a Timeline (frames as in :mod:`traceprobe.timeline`)."""
+    from traceprobe.load.frames import timeline
+
+    return timeline(collect(stream, source))
+
+
+def from_document(doc: Mapping[str, Any] | list[Any], source: str = "<memory>") -> Timeline:
+    """A Timeline from a trace given as Python objects (``{"traceEvents": [...]}`` or a list).
+
+    Encodes to JSON and decodes it like a file, so there is one loading path.
+    """
+    try:
+        data = _ENCODER.encode(doc)
+    except (TypeError, msgspec.EncodeError) as e:
+        raise TraceError(
+            source,
+            f"cannot encode the document as JSON ({e})",
+            "pass only dicts, lists, str, int, float and Decimal",
+        ) from None
+    return build(EventStream([data], source), source)
+
+
+def from_events(
+    events: Iterable[Mapping[str, Any]], source: str = "<memory>", **top: Any
+) -> Timeline:
+    """A Timeline from a list of event dicts; ``top`` adds top-level keys
+    (``distributedInfo=...``, ``deviceProperties=...``)."""
+    return from_document({**top, "traceEvents": list(events)}, source)

@@ -309,7 +309,8 @@ def write_scalars(folder: Path) -> str:
     says why there are no scalars; `traceprobe analyze DIR --tensorboard` adds them later.
     """
     try:
-        from traceprobe import loader, report, tensorboard
+        from traceprobe import report, tensorboard
+        from traceprobe.load import pipeline as loader
 
         reports = [report.analyze(t, step="all").to_dict() for t in loader.load_many(
             loader.find_traces(folder), jobs=1)]

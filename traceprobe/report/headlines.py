@@ -6,10 +6,7 @@ with the JSON next to it. Order: what the GPUs did, what overlapped, what the ho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from traceprobe.report import Report
+from traceprobe.report.model import Report
 
 MAX_PAIRS = 3  # more device pairs than this are summarised in one sentence
 MAX_LAUNCH_BOUND = 3

@@ -102,7 +102,7 @@ def analyze(
         3  a trace could not be read or understood (the message names the file)
         4  the output exists (use --force) or cannot be written
     """
-    from traceprobe import loader
+    from traceprobe.load import pipeline as loader
 
     fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
     output.check_target(output_path, force=force)  # refuse before loading anything

@@ -116,7 +116,7 @@ def trace_paths(meta_path: Path, m: Mapping[str, Any]) -> list[Path]:
                              "record the variant again (traceprobe record --force)")
     if listed:
         return listed
-    from traceprobe.loader import find_traces
+    from traceprobe.load.folders import find_traces
 
     return find_traces(folder)
 
@@ -144,8 +144,8 @@ def load_recorded(path: str | Path, *, jobs: int | None = None) -> list[Recorded
     Raises UsageError when ``path`` holds no recording, TraceError when a metadata file
     or a trace it lists cannot be read.
     """
-    from traceprobe import loader
     from traceprobe import report as rp
+    from traceprobe.load import pipeline as loader
 
     root = Path(path)
     if not root.is_dir():

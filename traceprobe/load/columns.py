@@ -1,12 +1,12 @@
 """Decoded Kineto events to flat columns: the second stage of loading.
 
 ``collect(stream, source) -> Columns`` turns each batch of events from
-:mod:`traceprobe.reader` into compact numpy columns as it arrives (strings
-become int32 codes into one table of distinct values); :mod:`traceprobe.frames`
+:mod:`.read` into compact numpy columns as it arrives (strings
+become int32 codes into one table of distinct values); :mod:`.frames`
 then assembles the Timeline's frames from them. Collecting needs numpy and
 msgspec only, not pandas, and :class:`Columns` pickles cheaply, so a worker
 process can collect while its parent imports the analysis stack.
-``build(stream, source) -> Timeline`` does both steps here.
+(:func:`traceprobe.load.pipeline.build` does both steps.)
 
 It understands three dialects of the PyTorch Profiler's Chrome trace:
 
@@ -28,79 +28,29 @@ Column rules: device = ``args.device``, else ``args.fromDevice``, else the
 number in ``pid``; stream = ``args.stream``, else the number in ``tid``
 (``"stream 7"`` -> 7); external_id = ``args["External id"]``, else the 2021
 spelling ``args["external id"]``; CPU ``pid``/``tid`` strings that are not numbers become
-a stable hash (see :mod:`traceprobe.coerce`). The rules for copies, ``comm``
-and ``steps`` are in :mod:`traceprobe.frames`.
+a stable hash (see :mod:`.coerce`). The rules for copies, ``comm``
+and ``steps`` are in :mod:`.frames`; the categories and :class:`Columns` in :mod:`.schema`.
 
-For tests and notebooks, :func:`from_document` and :func:`from_events` build a
-Timeline from Python objects by encoding them to JSON and taking the same path
-as a file. Pass ``decimal.Decimal`` timestamps to keep sub-µs digits exact.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import msgspec
 import numpy as np
 
-from traceprobe import coerce
 from traceprobe.errors import TraceError
-from traceprobe.reader import REEXPORT, Document, Event, EventStream
-from traceprobe.timestamps import us_to_ns
-
-if TYPE_CHECKING:
-    from traceprobe.timeline import Timeline
-
-GPU_CATEGORIES = {
-    "kernel": "kernel",
-    "gpu_memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "Kernel": "kernel",
-    "Memcpy": "memcpy",
-    "Memset": "memset",  # 2021 names
-}
-RENAMED_2021 = {"Runtime": "cuda_runtime", "Operator": "cpu_op"}
-LEGACY_CATEGORIES = frozenset({"Kernel", "Memcpy", "Memset", "Runtime", "Operator"})
-SKIPPED_CATEGORIES = frozenset({"gpu_user_annotation", "Trace"})
+from traceprobe.load import coerce
+from traceprobe.load.read import REEXPORT, Event, EventStream
+from traceprobe.load.schema import (
+    GPU_CATEGORIES,
+    SKIPPED_CATEGORIES,
+    Columns,
+)
+from traceprobe.load.timestamps import us_to_ns
 
 _GPU, _CPU, _SKIP = 0, 1, 2
-_ENCODER = msgspec.json.Encoder(decimal_format="number")
-
-
-@dataclass
-class Columns:
-    """One trace's complete events as flat arrays, before they become frames.
-
-    ``cpu`` and ``gpu`` map a column name to its array, one entry per CPU or GPU
-    row (an empty dict when the trace has no such rows); ``cat`` and ``name``
-    hold codes into ``cats`` and ``names``; ``gpu["kind_arg"]`` is a list
-    (``args.kind``, any JSON value). ``rows`` and ``batches`` say which batches
-    of the file the rows came from (see :mod:`traceprobe.split`).
-    """
-
-    source: str
-    cats: list[str]
-    names: list[str]
-    cpu: dict[str, np.ndarray]
-    gpu: dict[str, Any]
-    header: Document
-    event_count: int
-    complete: int = 0
-    clamped: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    span: list[int] = field(default_factory=list)  # the profiler's own "Trace" span
-    sizes: dict[int, int] = field(default_factory=dict)  # correlation -> args.size (ROCm)
-    size_batch: dict[int, int] = field(default_factory=dict)  # correlation -> batch of its size
-    rows: list[tuple[int, int, int]] = field(default_factory=list)  # (batch, CPU, GPU rows)
-    batches: int = 0  # batches in the whole file (a part of it holds only some)
-
-    @property
-    def legacy(self) -> bool:
-        """Whether the trace uses the 2021 category names."""
-        return any(c in LEGACY_CATEGORIES for c in self.cats)
 
 
 # --------------------------------------------------------------------------- public
@@ -114,37 +64,6 @@ def collect(stream: EventStream, source: str) -> Columns:
     cols = c.columns(stream)
     cols.batches = len(cols.rows)
     return cols
-
-
-def build(stream: EventStream, source: str) -> Timeline:
-    """Turn a stream of decoded events into a Timeline (frames as in :mod:`traceprobe.timeline`)."""
-    from traceprobe.frames import timeline
-
-    return timeline(collect(stream, source))
-
-
-def from_document(doc: Mapping[str, Any] | list[Any], source: str = "<memory>") -> Timeline:
-    """A Timeline from a trace given as Python objects (``{"traceEvents": [...]}`` or a list).
-
-    Encodes to JSON and decodes it like a file, so there is one loading path.
-    """
-    try:
-        data = _ENCODER.encode(doc)
-    except (TypeError, msgspec.EncodeError) as e:
-        raise TraceError(
-            source,
-            f"cannot encode the document as JSON ({e})",
-            "pass only dicts, lists, str, int, float and Decimal",
-        ) from None
-    return build(EventStream([data], source), source)
-
-
-def from_events(
-    events: Iterable[Mapping[str, Any]], source: str = "<memory>", **top: Any
-) -> Timeline:
-    """A Timeline from a list of event dicts; ``top`` adds top-level keys
-    (``distributedInfo=...``, ``deviceProperties=...``)."""
-    return from_document({**top, "traceEvents": list(events)}, source)
 
 
 # --------------------------------------------------------------------------- collecting

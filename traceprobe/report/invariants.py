@@ -1,17 +1,16 @@
 """The invariants every report must satisfy, checked in integer nanoseconds.
 
-``Report.check()`` and ``MultiReport.check()`` call these; tests call them on
-every report they build. Each failed assertion names the figure and the values.
+:func:`check` takes either kind of report; tests call it on every report they build.
+Each failed assertion names the figure and the values.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from traceprobe.report import MultiReport, Report
+from traceprobe.report.model import MultiReport, Report
 
 _EPS = 1e-9
 
@@ -248,3 +247,11 @@ def check_multi(m: MultiReport) -> None:
         _le(p.overlap_ns, min(a, b), f"{tag} overlap <= min busy")
         assert p.either_ns == a + b - p.overlap_ns, f"{tag}: either != a + b - both"
         _fraction(p.fraction_of_either, p.overlap_ns, p.either_ns, f"{tag} fraction_of_either")
+
+
+def check(report: Report | MultiReport) -> None:
+    """Assert every invariant of the figures; AssertionError names the one that broke."""
+    if isinstance(report, MultiReport):
+        check_multi(report)
+    else:
+        check_report(report)

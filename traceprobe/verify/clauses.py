@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from traceprobe.headlines import BUSY_ENOUGH, duration
+from traceprobe.report.headlines import BUSY_ENOUGH, duration
 from traceprobe.verify.figures import Figures
 from traceprobe.verify.recorded import Recorded
 from traceprobe.verify.thresholds import SPEEDUP_CLEAR

@@ -41,9 +41,9 @@ import msgspec
 from traceprobe import output
 from traceprobe.errors import OutputError, TraceError
 from traceprobe.intervals import Spans, gaps, intersect, measure_within
+from traceprobe.load.read import read_chunks
 from traceprobe.metrics.devices import device_busy
 from traceprobe.metrics.host import CallNames, call_names, gap_causes, host_calls, host_process
-from traceprobe.reader import read_chunks
 from traceprobe.render.lanes import build_lanes
 from traceprobe.timeline import Timeline
 
@@ -246,7 +246,7 @@ class Summary:
 def annotate_file(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
                   force: bool = False) -> Summary:
     """Load ``trace``, annotate it and write the copy to ``out``."""
-    from traceprobe.loader import load
+    from traceprobe.load.pipeline import load
 
     check_output(out, trace, force=force)
     timeline = load(trace)

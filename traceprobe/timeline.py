@@ -43,10 +43,10 @@ busy time when asked for with ``--device``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported when a frame is built, so `import traceprobe` stays light
+    import pandas as pd
 
 GPU_COLUMNS: dict[str, str] = {
     "kind": "object",
@@ -83,6 +83,8 @@ COPY_KINDS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
 
 
 def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()})
 
 
@@ -205,6 +207,8 @@ class Timeline:
 
 
 def _clip_frame(df: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    import numpy as np
+
     if df.empty:
         return df
     s = df["start"].to_numpy()

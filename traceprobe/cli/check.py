@@ -74,8 +74,8 @@ def check(
             "e.g. --expect 'cross_device_overlap >= 0.9'"
         )
 
-    from traceprobe import loader
     from traceprobe import report as rp
+    from traceprobe.load import pipeline as loader
 
     traces = _resolve(paths, loader.find_traces)
     outcomes = []

@@ -1,36 +1,20 @@
-"""The report: every figure of one analysed trace, as a value object.
+"""Build a report from a timeline: the metrics over the window, then the headlines.
 
     report = analyze(timeline)                 # whole trace
     report = analyze(timeline, step=3)         # only ProfilerStep#3's window
     report = analyze(timeline, step="all")     # whole trace plus one sub-report per step
-    report.to_dict()                           # the JSON contract, docs/REPORT_SCHEMA.md
-    report.check()                             # assert the invariants (tests call it everywhere)
-
     many = analyze_many([tl0, tl1])            # adds cross_trace (one shared host clock assumed)
-
-A :class:`Report` keeps integer nanoseconds (``*_ns`` fields); ``to_dict`` is the
-only place they become microseconds (``*_us``). Definitions: ``docs/FIGURES.md``.
 """
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from traceprobe.errors import UsageError
-from traceprobe.headlines import headlines
-from traceprobe.invariants import check_multi, check_report
-from traceprobe.metrics.devices import (
-    DeviceBusy,
-    StreamBusy,
-    device_busy,
-    stream_busy,
-    stream_concurrency,
-)
+from traceprobe.metrics.devices import device_busy, stream_busy, stream_concurrency
 from traceprobe.metrics.host import (
     LAUNCH_KINDS,
     Host,
@@ -41,9 +25,7 @@ from traceprobe.metrics.host import (
     launch_latency,
 )
 from traceprobe.metrics.overlap import (
-    CrossTrace,
     Overlap,
-    Serial,
     comm_compute,
     copy_compute,
     cross_device,
@@ -51,109 +33,10 @@ from traceprobe.metrics.overlap import (
     multi_device_ns,
     serial,
 )
-from traceprobe.metrics.top import TopKernel, TopOp, top_kernels, top_ops
+from traceprobe.metrics.top import top_kernels, top_ops
+from traceprobe.report.headlines import headlines
+from traceprobe.report.model import Counts, MultiReport, Report, Step, Window
 from traceprobe.timeline import Timeline
-
-SCHEMA = "traceprobe.report/1"
-
-Step = int | str | None  # None, a step number (int or digits), or "all"
-
-
-@dataclass(frozen=True)
-class Window:
-    start_ns: int
-    end_ns: int
-    step: int | None
-
-
-@dataclass(frozen=True)
-class Counts:
-    kernels: int
-    memcpys: int
-    memsets: int
-    cpu_ops: int
-    runtime_calls: int  # cuda_runtime and cuda_driver calls
-    steps: int
-
-
-@dataclass(frozen=True)
-class Report:
-    """Every figure of one trace (or one step of it); field order is the JSON order."""
-
-    trace: str
-    format: str
-    rank: int | None
-    window: Window
-    span_ns: int
-    gpu_span_ns: int
-    counts: Counts
-    devices: tuple[DeviceBusy, ...]
-    streams: tuple[StreamBusy, ...]
-    overlap: Overlap
-    host: Host
-    serial: Serial
-    top_kernels: tuple[TopKernel, ...]
-    top_ops: tuple[TopOp, ...]
-    steps: tuple[Report, ...] = ()
-    headlines: tuple[str, ...] = ()
-
-    def device(self, device: int) -> DeviceBusy:
-        for d in self.devices:
-            if d.device == device:
-                return d
-        raise KeyError(device)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Exactly the ``traceprobe.report/1`` object (times in µs, None for undefined figures)."""
-        out: dict[str, Any] = {"schema": SCHEMA, **plain(self)}
-        out["steps"] = [
-            {k: v for k, v in s.to_dict().items() if k not in ("steps", "headlines")}
-            for s in self.steps
-        ]
-        return out
-
-    def check(self) -> None:
-        """Assert every invariant of the figures; AssertionError names the one that broke."""
-        check_report(self)
-
-
-@dataclass(frozen=True)
-class MultiReport:
-    """Several traces analysed together, with device overlap across them."""
-
-    reports: tuple[Report, ...]
-    cross_trace: CrossTrace
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "traces": [r.to_dict() for r in self.reports],
-            "cross_trace": plain(self.cross_trace),
-        }
-
-    def check(self) -> None:
-        check_multi(self)
-
-
-def plain(value: Any) -> Any:
-    """A dataclass tree as JSON-ready data: ``*_ns`` (and ``ns``) fields become µs floats."""
-    if is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for f in fields(value):
-            if f.metadata.get("internal"):
-                continue
-            v = getattr(value, f.name)
-            if f.name == "ns" or f.name.endswith("_ns"):  # int / int is correctly rounded
-                out[f.name[:-2] + "us"] = None if v is None else v / 1000
-            else:
-                out[f.name] = plain(v)
-        return out
-    if isinstance(value, (tuple, list)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
 
 # -- analysis -------------------------------------------------------------------------------
 

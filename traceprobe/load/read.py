@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 
 from traceprobe.errors import TraceError
-from traceprobe.timestamps import us_to_ns
+from traceprobe.load.timestamps import us_to_ns
 
 __all__ = [
     "Document",

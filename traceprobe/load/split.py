@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from traceprobe.kineto import Collector, Columns
-from traceprobe.reader import BATCH_BYTES, Event, EventStream, decode_events, read_chunks
+from traceprobe.load.columns import Collector
+from traceprobe.load.read import BATCH_BYTES, Event, EventStream, decode_events, read_chunks
+from traceprobe.load.schema import Columns
 
 _CUT = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 

@@ -59,10 +59,10 @@ def compare(
         3  a trace could not be read or understood
         4  the output exists (use --force) or cannot be written
     """
-    from traceprobe import loader
     from traceprobe import report as rp
     from traceprobe.compare import compare as compare_reports
     from traceprobe.compare import format_text
+    from traceprobe.load import pipeline as loader
 
     fmt = fmt or ("json" if Path(output_path).suffix.lower() == ".json" else "text")
     output.check_target(output_path, force=force)

@@ -1,0 +1,78 @@
+"""Loading: trace files in, :class:`~traceprobe.timeline.Timeline` out.
+
+The stages, in the order data flows (one module each):
+
+    read        bytes -> events     files and gzip, streamed; msgspec decodes JSON in batches
+    timestamps                      exact µs text -> integer ns (never through float64)
+    coerce                          loose JSON values (str/int/float/None) -> int64 columns
+    schema                          the categories and the flat Columns both ends agree on
+    columns     events -> columns   each batch into compact numpy columns (no pandas)
+    frames      columns -> Timeline pandas frames and the trace's metadata
+    split                           one large file decoded by several workers, merged back
+    folders                         which files a path names (ranks, runs, TensorBoard layout)
+    pipeline                        the stages joined, in this process or in worker processes
+
+These functions import the stages when called, so ``import traceprobe`` stays light. Inside
+the package, import a stage by its full name (``from traceprobe.load.read import ...``):
+``traceprobe.load`` itself is the :func:`load` function at the top of the package.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traceprobe.load.pipeline import Loading
+    from traceprobe.timeline import Timeline
+
+PathLike = str | os.PathLike[str]
+
+__all__ = ["find_traces", "from_document", "from_events", "load", "load_many", "start"]
+
+
+def load(path: PathLike) -> Timeline:
+    """One trace file (``.json`` or gzip, whatever its name), or a folder holding one trace."""
+    from traceprobe.load.pipeline import load as _load
+
+    return _load(path)
+
+
+def load_many(
+    paths: PathLike | Iterable[PathLike], jobs: int | None = None, progress: bool = False
+) -> list[Timeline]:
+    """Every trace ``paths`` names (files, folders, a mix), one Timeline per file, in order;
+    several files load in parallel processes (``jobs``); ``progress`` shows a bar on stderr."""
+    from traceprobe.load.pipeline import load_many as _load_many
+
+    return _load_many(paths, jobs=jobs, progress=progress)
+
+
+def start(paths: PathLike | Iterable[PathLike], jobs: int | None = None) -> Loading:
+    """Begin loading in worker processes and return at once (``.result()`` waits)."""
+    from traceprobe.load.pipeline import start as _start
+
+    return _start(paths, jobs=jobs)
+
+
+def find_traces(path: PathLike) -> list[Path]:
+    """The trace files a path names: itself if a file, else those found under a folder."""
+    from traceprobe.load.folders import find_traces as _find
+
+    return _find(path)
+
+
+def from_document(doc: object, source: str = "<memory>") -> Timeline:
+    """A Timeline from a trace given as Python objects (``{"traceEvents": [...]}`` or a list)."""
+    from traceprobe.load.pipeline import from_document as _from_document
+
+    return _from_document(doc, source)  # type: ignore[arg-type]
+
+
+def from_events(events: Iterable[dict], source: str = "<memory>", **top: object) -> Timeline:
+    """A Timeline from a list of event dicts; ``top`` adds top-level keys (``distributedInfo``)."""
+    from traceprobe.load.pipeline import from_events as _from_events
+
+    return _from_events(events, source, **top)

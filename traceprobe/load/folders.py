@@ -1,0 +1,67 @@
+"""Finding trace files: what a path (a file, a folder of ranks or runs) expands to.
+
+A directory is searched recursively for the TensorBoard profiler layout
+(``<worker>.<id>.pt.trace.json[.gz]``, possibly under run folders); when it has
+none of those, every ``*.json`` / ``*.json.gz`` in it counts (one file per
+rank). Files come back in natural order (``rank-2`` before ``rank-10``), so
+the result does not depend on the file system.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from traceprobe.errors import TraceError
+
+PathLike = str | os.PathLike[str]
+
+TENSORBOARD_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz")
+TRACE_PATTERNS = ("*.json", "*.json.gz")
+
+
+def find_traces(path: PathLike) -> list[Path]:
+    """The trace files a path names: itself if a file, else those under a directory."""
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    if not p.exists():
+        raise TraceError(p, "no such file or directory", "check the path")
+    if not p.is_dir():
+        raise TraceError(p, "is neither a file nor a directory", "pass a trace file")
+    found = _glob(p, TENSORBOARD_PATTERNS) or _glob(p, TRACE_PATTERNS)
+    if not found:
+        raise TraceError(
+            p,
+            "no trace files (*.pt.trace.json[.gz], *.json, *.json.gz) in this directory",
+            "point at the folder torch.profiler.tensorboard_trace_handler "
+            "wrote, or at a trace file",
+        )
+    return found
+
+
+def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
+    hits = {q for pat in patterns for q in root.rglob(pat) if q.is_file()}
+    return sorted(hits, key=_natural_key)
+
+
+def _natural_key(p: Path) -> list[tuple[int, int | str]]:
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", p.as_posix()) if t]
+
+
+def expand(paths: PathLike | Iterable[PathLike]) -> list[Path]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for item in paths:
+        for f in find_traces(item):
+            key = f.resolve()
+            if key not in seen:
+                seen.add(key)
+                files.append(f)
+    if not files:
+        raise TraceError("<no paths>", "no trace paths given", "name at least one trace file")
+    return files
