@@ -1,14 +1,18 @@
-"""The report as one self-contained HTML page, with a zoomable timeline picture per trace.
+"""The report as one self-contained HTML page, with one zoomable timeline of its traces.
 
     html = render_html([report.to_dict()], [timeline])      # several traces: one section each
     html = render(report_dict)                             # registry signature, no picture
 
 The page holds everything inline (``assets/report.css``, ``assets/timeline.js`` and the
-lane data as JSON), fetches nothing and works offline. The tables are the text
-report's (:func:`traceprobe.render.tables.trace_document`); the picture is drawn by
-``timeline.js`` from :meth:`traceprobe.render.lanes.Lanes.to_payload`. Every string
-that comes from a trace (kernel and op names, paths) is HTML-escaped, and the JSON
-is escaped so that no ``</script>`` inside a name can end its script element.
+timeline data as JSON), fetches nothing and works offline. The tables are the text
+report's (:func:`traceprobe.render.tables.trace_document`). The timeline, drawn by
+``timeline.js``, shows every trace that has a Timeline one above the other on one time
+axis (each from the start of its own window): overlap bands and GPU-idle time from
+:meth:`traceprobe.render.lanes.Lanes.to_payload`, every GPU activity and host event
+from :meth:`traceprobe.render.events.EventDetail.payload` (hover, launch links,
+search) and the report's ``critical_path`` segments when it has them. Every string
+that comes from a trace (kernel and op names, paths) is HTML-escaped, and the JSON is
+escaped so that no ``</script>`` inside a name can end its script element.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from traceprobe.render import as_dict
 from traceprobe.render import tables as tb
+from traceprobe.render.events import event_detail
 from traceprobe.render.lanes import COLORS, LEGEND, lanes_for_report
 from traceprobe.timeline import Timeline
 
@@ -32,11 +37,11 @@ def render_html(
     timelines: Sequence[Timeline | None] | None = None,
     *,
     top: int | None = None,
-    title: str = "traceprobe report",
+    title: str | None = None,
 ) -> str:
     """One page for the traces of ``reports`` (report dicts, a several-traces dict, or objects
     with ``to_dict``); ``timelines[i]`` (same order) gives trace i its picture, None skips it.
-    ``top``: top-kernel and top-op rows (None: 10)."""
+    ``top``: top-kernel and top-op rows (None: 10); ``title``: default names the trace(s)."""
     top = TOP if top is None else top
     multi: Mapping[str, Any] | None = None
     if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
@@ -52,6 +57,8 @@ def render_html(
     if len(tls) > len(items):
         raise ValueError(f"{len(tls)} timelines for {len(items)} reports")
     tls += [None] * (len(items) - len(tls))
+    if title is None:
+        title = page_title(items)
 
     body = [f"<h1>{_e(title)}</h1>"]
     if len(items) > 1:
@@ -62,8 +69,13 @@ def render_html(
         ]
         body.append("</ol>")
     body.append('<div id="errors" role="alert"></div>')
+    drawn = [(i, r, tl) for i, (r, tl) in enumerate(zip(items, tls, strict=True)) if tl is not None]
+    multi_label = len(items) > 1
+    if len(drawn) > 1:  # several traces: one picture, one above the other, before the sections
+        body.append(_timeline(drawn, multi=True))
     for i, (r, tl) in enumerate(zip(items, tls, strict=True)):
-        body.append(_section(i, r, tl, top=top, label=f"[{i}]" if len(items) > 1 else ""))
+        picture = _timeline([(i, r, tl)], multi=False) if tl is not None and len(drawn) == 1 else ""
+        body.append(_section(i, r, picture, top=top, label=f"[{i}]" if multi_label else ""))
     if multi is not None:
         cross = tb.cross_trace_table(multi)
         if cross is not None:
@@ -77,10 +89,24 @@ def render(report: Any, *, top: int | None = None, color: bool = False) -> str:
     return render_html(as_dict(report), None, top=top)
 
 
+def page_title(items: Sequence[Mapping[str, Any]]) -> str:
+    """The page's title: the trace's file name (and step), or the count and first names."""
+    names = [_short(str(r.get("trace") or "?")) for r in items]
+    if len(items) == 1:
+        step = (items[0].get("window") or {}).get("step")
+        return f"{names[0]}{f' — ProfilerStep#{step}' if step is not None else ''} — traceprobe"
+    shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    return f"{len(items)} traces: {shown} — traceprobe"
+
+
+def _short(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or path
+
+
 # ----------------------------------------------------------------------------- parts
 
 
-def _section(i: int, r: Mapping[str, Any], tl: Timeline | None, *, top: int, label: str) -> str:
+def _section(i: int, r: Mapping[str, Any], picture: str, *, top: int, label: str) -> str:
     doc = tb.trace_document(r, top=top, label=label)
     out = [f'<section class="tp-trace" id="trace-{i}">']
     out.append(f"<h2>{_e(doc.label + ' ') if doc.label else ''}<code>{_e(doc.trace)}</code></h2>")
@@ -90,35 +116,80 @@ def _section(i: int, r: Mapping[str, Any], tl: Timeline | None, *, top: int, lab
         out.append('<ul class="tp-headlines">')
         out += [f"<li>{_e(h)}</li>" for h in doc.headlines]
         out.append("</ul>")
-    if tl is not None:
-        out.append(_timeline(i, r, tl))
+    if picture:
+        out.append(picture)
     out += [_table(t) for t in doc.tables]
     out.append("</section>")
     return "\n".join(out)
 
 
-def _timeline(i: int, r: Mapping[str, Any], tl: Timeline) -> str:
-    lanes = lanes_for_report(r, tl)
-    payload = json.dumps(lanes.to_payload(), separators=(",", ":"), ensure_ascii=False)
+def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline]], *, multi: bool) -> str:
+    """One picture of the traces ``drawn`` ((index, report, timeline) each)."""
+    traces, kinds = [], set()
+    for i, r, tl in drawn:
+        lanes = lanes_for_report(r, tl)
+        devices = [d for d, _ in lanes.devices]
+        detail = event_detail(tl, (lanes.lo, lanes.hi), devices=devices if r.get("devices") else None)
+        critical = critical_segments(r, lanes.lo, lanes.hi)
+        kinds.update(lanes.kinds())
+        kinds.update(detail.kinds_present())
+        if critical:
+            kinds.add("critical")
+        traces.append({
+            "title": f"[{i}] {r.get('trace', '?')}" if multi else str(r.get("trace", "?")),
+            "lanes": lanes.to_payload(),
+            "events": detail.payload() if detail.events else None,
+            "critical": critical,
+        })
+    payload = json.dumps({"traces": traces}, separators=(",", ":"), ensure_ascii=False)
+    key = "all" if multi else str(drawn[0][0])
     legend = "".join(
         f'<span><i class="tp-dash"></i>{_e(LEGEND[k])}</span>'
         if k == "step"
         else f'<span><i style="background:var(--tp-{k})"></i>{_e(LEGEND[k])}</span>'
-        for k in lanes.kinds()
+        for k in LEGEND if k in kinds
     )
+    heading = (f"<h2>Timeline of the {len(drawn)} traces</h2>\n" if multi else "<h3>Timeline</h3>\n")
     return (
-        f'<h3>Timeline</h3>\n<div class="tp-timeline" id="timeline-{i}" data-payload="tp-data-{i}">'
+        f'{heading}<div class="tp-timeline" id="timeline-{key}" data-payload="tp-data-{key}">'
         '<div class="tp-toolbar">'
         '<button type="button" class="tp-zoom-in" title="Zoom in">+</button>'
         '<button type="button" class="tp-zoom-out" title="Zoom out">−</button>'
         '<button type="button" class="tp-reset" title="Show the whole window">Reset zoom</button>'
-        '<span class="tp-view"></span><span class="tp-readout"></span></div>'
-        f'<canvas role="img" aria-label="Timeline: {len(lanes.lanes)} lanes"></canvas>'
+        '<input type="search" class="tp-search" placeholder="search names (regex)" '
+        'aria-label="Search event names (regular expression)" spellcheck="false">'
+        '<span class="tp-view"></span></div>'
+        '<div class="tp-canvas-wrap">'
+        f'<canvas role="img" aria-label="Timeline of {len(drawn)} trace(s)"></canvas>'
+        '<div class="tp-tip" role="tooltip" hidden></div></div>'
+        '<div class="tp-results" aria-live="polite"></div>'
+        '<div class="tp-details" aria-live="polite"></div>'
         f'<div class="tp-legend">{legend}</div>'
-        '<p class="tp-hint">Wheel to zoom at the pointer, drag to pan, double-click to reset. '
-        "Times are from the start of the analysed window.</p></div>\n"
-        f'<script type="application/json" id="tp-data-{i}">{_script_safe(payload)}</script>'
+        '<p class="tp-hint">Wheel to zoom at the pointer, drag to pan, double-click to reset; '
+        "hover an event for its details, click it to pin them and draw its launch links "
+        "(runtime call → kernels). Times are from the start of each trace's analysed window.</p>"
+        "</div>\n"
+        f'<script type="application/json" id="tp-data-{key}">{_script_safe(payload)}</script>'
     )
+
+
+def critical_segments(r: Mapping[str, Any], lo: int, hi: int) -> list[list[Any]] | None:
+    """The report's ``critical_path.segments`` as [start_ns, end_ns, kind, name] from the
+    window start, or None when the report has none. Segment times are on the trace clock
+    in µs, like ``window.start_us``."""
+    cp = r.get("critical_path")
+    segs = cp.get("segments") if isinstance(cp, Mapping) else None
+    if not segs:
+        return None
+    out = []
+    for seg in segs:
+        try:
+            a, b = round(float(seg["start_us"]) * 1000) - lo, round(float(seg["end_us"]) * 1000) - lo
+        except (KeyError, TypeError, ValueError):
+            continue
+        if b >= 0 and a <= hi - lo:
+            out.append([a, b, str(seg.get("kind", "")), str(seg.get("name", ""))])
+    return out or None
 
 
 def _table(t: tb.Table) -> str:

@@ -12,8 +12,12 @@ One :class:`Lane` per (device, stream) holds the activities of each kind (kernel
 communication kernels, copies, memsets) as :class:`~traceprobe.intervals.Spans`.
 :class:`Band` rows hold the overlap the report measures, computed with the same
 metrics functions: time with two or more GPUs busy, copy time hidden under kernels
-(per GPU) and time with two or more of a GPU's streams busy. Step boundaries come
-from the timeline's ``ProfilerStep`` windows.
+(per GPU), time with two or more of a GPU's streams busy, and each GPU's idle time
+(the window minus its busy time). Step boundaries come from the timeline's
+``ProfilerStep`` windows. With ``hosts=True`` one :class:`HostLane` per host thread
+shows what the thread was doing at each moment: the kind of the innermost event
+running (an op, a runtime call, an annotation, the DataLoader); the PNG draws them,
+the HTML page draws host threads from every event instead (:mod:`.events`).
 
 Drawing rule (canvas and PNG alike): each pixel column of a row shows the kind
 that ran longest in it, more opaque the more of the pixel was busy, so a thousand
@@ -35,14 +39,28 @@ from typing import Any
 
 import numpy as np
 
-from traceprobe.intervals import EMPTY, Spans, coverage, intersect, measure_within, spans, union
+from traceprobe.intervals import (
+    EMPTY,
+    Spans,
+    coverage,
+    difference,
+    intersect,
+    measure_within,
+    spans,
+    union,
+    whole,
+)
 from traceprobe.metrics import groups
 from traceprobe.metrics.devices import device_busy, stream_busy
+from traceprobe.render.events import host_kinds, nesting
 from traceprobe.timeline import Timeline
 
 # Kinds of a lane; "comm" is a kernel with comm=True. A pixel shows the kind that ran longest in it.
 LANE_KINDS = ("kernel", "comm", "memcpy", "memset")
-BAND_KINDS = ("multi_device", "copy_hidden", "streams_concurrent")
+BAND_KINDS = ("multi_device", "copy_hidden", "streams_concurrent", "gpu_idle")
+# Kinds of a host lane (the innermost event running), as render/events.py names them.
+HOST_KINDS = ("cpu_op", "runtime", "sync", "annotation", "dataloader", "python", "other")
+ALL_KINDS = LANE_KINDS + BAND_KINDS + HOST_KINDS
 # One colour and legend entry per kind, used by the HTML report (as CSS variables) and the PNG.
 COLORS = {
     "kernel": "#4c78a8",
@@ -52,6 +70,15 @@ COLORS = {
     "multi_device": "#7b4fc9",
     "copy_hidden": "#54a24b",
     "streams_concurrent": "#e45756",
+    "gpu_idle": "#bdbdbd",
+    "cpu_op": "#72b7b2",
+    "runtime": "#eeca3b",
+    "sync": "#d62728",
+    "annotation": "#8c6d31",
+    "dataloader": "#ff9da6",
+    "python": "#a0cbe8",
+    "other": "#9e9e9e",
+    "critical": "#222222",
     "step": "#444444",
 }
 LEGEND = {
@@ -62,6 +89,15 @@ LEGEND = {
     "multi_device": "≥2 GPUs busy at once",
     "copy_hidden": "copy hidden under a kernel",
     "streams_concurrent": "≥2 streams of a GPU busy",
+    "gpu_idle": "GPU idle",
+    "cpu_op": "op",
+    "runtime": "runtime call",
+    "sync": "synchronisation",
+    "annotation": "user annotation",
+    "dataloader": "DataLoader",
+    "python": "Python function",
+    "other": "other host event",
+    "critical": "critical path",
     "step": "ProfilerStep boundary",
 }
 MAX_PIECES = 100_000  # ~1.5 MB of payload at worst
@@ -119,7 +155,22 @@ class Band(Row):
             return "≥2 GPUs busy"
         if self.kind == "copy_hidden":
             return f"GPU {self.device} copy hidden under kernels"
+        if self.kind == "gpu_idle":
+            return f"GPU {self.device} idle"
         return f"GPU {self.device} ≥2 streams busy"
+
+
+@dataclass(frozen=True)
+class HostLane(Row):
+    """One host thread: per kind of HOST_KINDS, the time it was the innermost event running."""
+
+    pid: int = -1
+    tid: int = -1
+    events: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"host thread {self.tid}"
 
 
 @dataclass(frozen=True)
@@ -133,10 +184,12 @@ class Lanes:
     steps: tuple[tuple[int, int, int], ...]  # (step number, start, end), clipped to the window
     devices: tuple[tuple[int, str | None], ...]  # (device, name)
     merge_ns: int = 0  # pieces closer than this were joined; 0 = exact
+    hosts: tuple[HostLane, ...] = ()
 
     def kinds(self) -> list[str]:
         """The legend entries this picture needs, in LEGEND order."""
-        present = {k for x in self.lanes for k in x.pieces} | {b.kind for b in self.bands}
+        present = {k for x in (*self.lanes, *self.hosts) for k in x.pieces}
+        present |= {b.kind for b in self.bands}
         if self.steps:
             present.add("step")
         return [k for k in LEGEND if k in present]
@@ -146,8 +199,9 @@ class Lanes:
         """Number of pieces over all rows."""
         return sum(r.size for r in self.rows())
 
-    def rows(self) -> Iterator[Lane | Band]:
-        """Rows top to bottom: the all-GPU band, then per device its bands and its lanes."""
+    def rows(self) -> Iterator[Lane | Band | HostLane]:
+        """Rows top to bottom: the all-GPU band, per device its bands and its lanes, then
+        the host threads (when built with ``hosts=True``)."""
         for b in self.bands:
             if b.device is None:
                 yield b
@@ -158,6 +212,7 @@ class Lanes:
             for lane in self.lanes:
                 if lane.device == d:
                     yield lane
+        yield from self.hosts
 
     def merged(self, merge_ns: int) -> Lanes:
         """These (exact) rows with pieces closer than ``merge_ns`` joined, and each merged
@@ -180,6 +235,7 @@ class Lanes:
             self,
             lanes=tuple(merge(x) for x in self.lanes),  # type: ignore[misc]
             bands=tuple(merge(b) for b in self.bands),  # type: ignore[misc]
+            hosts=tuple(merge(h) for h in self.hosts),  # type: ignore[misc]
             merge_ns=merge_ns,
         )
 
@@ -190,9 +246,12 @@ class Lanes:
         ``[gap0, len0, gap1, len1, ...]``: ``gap0`` from the window start, each later
         gap from the previous piece's end (delta coding keeps the numbers short).
         ``density[kind]``, where present, is each merged piece's busy fraction in ‰.
+        Host lanes are left out: the page draws host threads from their events.
         """
         rows: list[dict[str, Any]] = []
         for r in self.rows():
+            if isinstance(r, HostLane):
+                continue
             row: dict[str, Any] = {
                 "kinds": {k: _encode(p, self.lo) for k, p in r.pieces.items()},
                 "density": {k: np.rint(d * 1000).astype(np.int64).tolist()
@@ -208,7 +267,7 @@ class Lanes:
             "span_ns": self.hi - self.lo,
             "merge_ns": self.merge_ns,
             "devices": [{"device": d, "name": n} for d, n in self.devices],
-            "kinds": list(LANE_KINDS + BAND_KINDS),
+            "kinds": list(ALL_KINDS),
             "rows": rows,
             "steps": [[n, s - self.lo, e - self.lo] for n, s, e in self.steps],
             "lanes": len(self.lanes),
@@ -232,7 +291,7 @@ def raster(row: Row, lo: int, hi: int, width: int) -> tuple[list[str], np.ndarra
     """
     if row.density:
         raise ValueError("raster() needs exact rows; build the lanes without merging")
-    kinds = [k for k in (*LANE_KINDS, *BAND_KINDS) if k in row.pieces]
+    kinds = [k for k in ALL_KINDS if k in row.pieces]
     edges = lo + (np.arange(width + 1, dtype=np.int64) * (hi - lo)) // max(1, width)
     a, b = edges[:-1], edges[1:]
     per_kind = np.array([measure_within(row.pieces[k], a, b) for k in kinds]).reshape(
@@ -250,8 +309,10 @@ def build_lanes(
     *,
     width_px: int | None = None,
     max_pieces: int = MAX_PIECES,
+    hosts: bool = False,
 ) -> Lanes:
-    """Lanes, bands and steps of ``timeline`` in ``window`` (default: the whole trace).
+    """Lanes, bands and steps of ``timeline`` in ``window`` (default: the whole trace);
+    ``hosts``: also one :class:`HostLane` per host thread.
 
     ``width_px``: merge pieces closer than one pixel of a picture that wide. Without
     it, the finest merge step that keeps the rows under ``max_pieces`` pieces.
@@ -260,7 +321,7 @@ def build_lanes(
         window = timeline.span or (0, 0)
     lo, hi = int(window[0]), int(window[1])
     tl = timeline.window(lo, hi) if hi > lo else timeline
-    exact = _exact(tl, lo, hi)
+    exact = _exact(tl, lo, hi, hosts=hosts)
     length = hi - lo
     if length <= 0:
         return exact
@@ -310,7 +371,7 @@ def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple
     return round(float(lo) * 1000), round(float(hi) * 1000)
 
 
-def _exact(tl: Timeline, lo: int, hi: int) -> Lanes:
+def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False) -> Lanes:
     gpu = tl.gpu
     devices = tl.devices
     names = {d: tl.meta.device_name(d) for d in devices}
@@ -353,6 +414,8 @@ def _exact(tl: Timeline, lo: int, hi: int) -> Lanes:
                 np.concatenate([x.starts for x in mine]), np.concatenate([x.ends for x in mine]), 2
             )
             bands.append(_band("streams_concurrent", b.device, conc))
+        if hi > lo:
+            bands.append(_band("gpu_idle", b.device, difference(whole(lo, hi), b.busy)))
 
     steps: tuple[tuple[int, int, int], ...] = ()
     if not tl.steps.empty:
@@ -368,7 +431,43 @@ def _exact(tl: Timeline, lo: int, hi: int) -> Lanes:
         bands=tuple(bands),
         steps=steps,
         devices=tuple((d, names[d]) for d in devices),
+        hosts=host_lanes(tl.cpu) if hosts else (),
     )
+
+
+def host_lanes(cpu: Any) -> tuple[HostLane, ...]:
+    """One :class:`HostLane` per (pid, tid) of the ``cpu`` frame: for each kind, the time an
+    event of that kind was the innermost one running on the thread (nesting as
+    :func:`traceprobe.render.events.nesting` finds it)."""
+    if cpu.empty:
+        return ()
+    cpu = cpu.assign(_neg_end=-cpu["end"]).sort_values(
+        ["pid", "tid", "start", "_neg_end"], kind="stable")
+    keys = cpu["pid"].to_numpy(np.int64) * (1 << 32) + cpu["tid"].to_numpy(np.int64)
+    _, row = np.unique(keys, return_inverse=True)
+    order = np.argsort(row, kind="stable")  # rows contiguous, start order kept
+    cpu, row = cpu.iloc[order], row[order]
+    start = cpu["start"].to_numpy(np.int64)
+    end = cpu["end"].to_numpy(np.int64)
+    depth, _ = nesting(row, start, end)
+    kind = host_kinds(cpu)
+    out = []
+    for r in np.unique(row):
+        m = row == r
+        d, s, e, k = depth[m], start[m], end[m], kind[m]
+        deeper = EMPTY
+        pieces: dict[str, Spans] = {}
+        for level in range(int(d.max()), -1, -1):
+            at = d == level
+            for kk in np.unique(k[at]):
+                sel = at & (k == kk)
+                own = difference(spans(s[sel], e[sel]), deeper)
+                pieces[str(kk)] = union(pieces.get(str(kk), EMPTY), own)
+            deeper = union(deeper, spans(s[at], e[at]))
+        first = cpu.iloc[int(np.flatnonzero(m)[0])]
+        out.append(HostLane({kk: p for kk, p in pieces.items() if not p.empty},
+                            pid=int(first["pid"]), tid=int(first["tid"]), events=int(m.sum())))
+    return tuple(out)
 
 
 def _band(kind: str, device: int | None, pieces: Spans) -> Band:
@@ -387,6 +486,7 @@ def _encode(a: Spans, lo: int) -> list[int]:
 
 __all__ = [
     "BAND_KINDS", "COLORS", "LANE_KINDS", "LEGEND",
-    "Band", "Lane", "Lanes", "Row",
-    "build_lanes", "lanes_for_report", "merge_close", "raster", "report_window",
+    "ALL_KINDS", "HOST_KINDS",
+    "Band", "HostLane", "Lane", "Lanes", "Row",
+    "build_lanes", "host_lanes", "lanes_for_report", "merge_close", "raster", "report_window",
 ]
