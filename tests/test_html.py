@@ -8,22 +8,21 @@ The lane tests use a hand-built two-GPU timeline with figures worked out by hand
     steps #1 [0, 120), #2 [120, 260)
 
 so ≥2 GPUs busy = [80, 180) ∪ [200, 220); GPU 0's copy under kernels and its two
-streams at once are both [50, 100) ∪ [150, 200).
+streams at once are both [50, 100) ∪ [150, 200); GPU 0 is busy over [0, 250), so idle
+[250, 260); GPU 1 is idle [0, 80) ∪ [180, 200) ∪ [220, 260).
 
-The browser tests open the page in headless Chromium (skipped where `chromium` is
-not on PATH; CI installs Debian's `chromium`): the canvas must draw (the timeline
-element gets ``data-rendered="N lanes"``), nothing may reach ``#errors`` or the
-console, zooming and hovering must work, and the screenshot must show the lanes.
+The event tables of the page (render/events.py) are unpacked here with an independent
+decoder (``unpack``) and compared with the frames they came from. The page in a real
+browser is tested in tests/test_browser.py.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
-import shutil
-import struct
-import subprocess
-from pathlib import Path
+from html import escape as html_escape
 from typing import Any
 
 import numpy as np
@@ -31,9 +30,9 @@ import pandas as pd
 import pytest
 
 import frames  # tests/frames.py
-from tracebuild import TraceBuilder
 from traceprobe.intervals import Spans, difference, spans
-from traceprobe.render.html import render, render_html
+from traceprobe.render.events import EVENT_KINDS, event_detail, nesting
+from traceprobe.render.html import critical_segments, page_title, render, render_html
 from traceprobe.render.lanes import (
     MAX_PIECES,
     Band,
@@ -77,8 +76,10 @@ def test_lanes_rows_and_bands_by_hand() -> None:
         "≥2 GPUs busy",
         "GPU 0 copy hidden under kernels",
         "GPU 0 ≥2 streams busy",
+        "GPU 0 idle",
         "GPU 0 · stream 7",
         "GPU 0 · stream 20",
+        "GPU 1 idle",
         "GPU 1 · stream 7",
     ]
     by_label = {r.label: r for r in lanes.rows()}
@@ -91,10 +92,12 @@ def test_lanes_rows_and_bands_by_hand() -> None:
     assert isinstance(gpu1, Lane) and gpu1.events == 2
     assert pairs(gpu1.pieces["kernel"]) == [(80, 180)]
     assert pairs(gpu1.pieces["memset"]) == [(200, 220)]
-    assert [b.total_ns for b in lanes.bands] == [120, 100, 100]
+    assert pairs(by_label["GPU 0 idle"].pieces["gpu_idle"]) == [(250, 260)]
+    assert pairs(by_label["GPU 1 idle"].pieces["gpu_idle"]) == [(0, 80), (180, 200), (220, 260)]
+    assert [b.total_ns for b in lanes.bands] == [120, 100, 100, 10, 140]
     assert lanes.steps == ((1, 0, 120), (2, 120, 260))
     assert lanes.kinds() == ["kernel", "memcpy", "memset", "multi_device", "copy_hidden",
-                             "streams_concurrent", "step"]
+                             "streams_concurrent", "gpu_idle", "step"]
 
 
 def test_payload_is_delta_coded_relative_to_the_window() -> None:
@@ -125,7 +128,8 @@ def test_merged_lanes_keep_each_piece_busy_fraction() -> None:
 
     assert pairs(lane.pieces["kernel"]) == [(0, 20), (30, 40)]
     np.testing.assert_allclose(lane.density["kernel"], [18 / 20, 1.0])
-    assert merged.to_payload()["rows"][0]["density"] == {"kernel": [900, 1000]}
+    rows = {r["label"]: r for r in merged.to_payload()["rows"]}
+    assert rows["GPU 0 · stream 7"]["density"] == {"kernel": [900, 1000]}
 
 
 def big_timeline(n: int = 300_000, seed: int = 0) -> Any:
@@ -191,7 +195,7 @@ def test_lanes_for_report_uses_the_report_step_and_devices() -> None:
     lanes = lanes_for_report(report, tl)
 
     assert (lanes.lo, lanes.hi) == (120, 260)
-    assert [x.label for x in lanes.rows()] == ["GPU 1 · stream 7"]
+    assert [x.label for x in lanes.rows()] == ["GPU 1 idle", "GPU 1 · stream 7"]
 
 
 def test_no_gpu_activity_gives_no_rows() -> None:
@@ -212,7 +216,7 @@ def report_for(tl: Any, trace: str = "runs/a.json") -> dict[str, Any]:
 
 
 def payloads(html: str) -> list[dict[str, Any]]:
-    found = re.findall(r'<script type="application/json" id="tp-data-\d+">(.*?)</script>', html,
+    found = re.findall(r'<script type="application/json" id="tp-data-\w+">(.*?)</script>', html,
                        re.S)
     return [json.loads(x) for x in found]
 
@@ -227,19 +231,28 @@ def test_trace_strings_are_escaped() -> None:
     # Only our own script elements: one JSON payload and the inlined timeline.js.
     assert html.count("<script") == 2 and html.count("</script>") == 2
     (payload,) = payloads(html)
-    assert payload["lanes"] == 3
+    (trace,) = payload["traces"]
+    assert trace["lanes"]["lanes"] == 3
+    assert NASTY in trace["events"]["names"]  # the JSON still carries the name itself
+    (title,) = re.findall(r"<title>(.*?)</title>", html)
+    assert title == html_escape(page_title([{"trace": f"runs/{NASTY}.json"}]))
 
 
-def test_one_section_per_trace_and_nothing_external() -> None:
+def test_one_section_per_trace_and_one_time_axis() -> None:
     a, b = two_gpus(), frames.timeline(gpu=[frames.kernel(0, 50)])
-    html = render_html([report_for(a, "a.json"), report_for(b, "b.json")], [a, b])
+    html = render_html([report_for(a, "runs/a.json"), report_for(b, "runs/b.json")], [a, b])
 
     assert html.count('<section class="tp-trace"') == 2
     assert 'id="trace-0"' in html and 'id="trace-1"' in html
-    assert [p["lanes"] for p in payloads(html)] == [3, 1]
-    assert html.count('class="tp-timeline"') == 2
+    # Several traces: one picture holding both, one above the other.
+    assert html.count('class="tp-timeline"') == 1
+    (payload,) = payloads(html)
+    assert [t["lanes"]["lanes"] for t in payload["traces"]] == [3, 1]
+    assert [t["title"] for t in payload["traces"]] == ["[0] runs/a.json", "[1] runs/b.json"]
+    assert "<title>2 traces: a.json, b.json — traceprobe</title>" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "<link" not in html and "@import" not in html and "fetch(" not in html
+    assert "XMLHttpRequest" not in html and "import(" not in html
 
 
 def test_tables_and_headlines_are_there() -> None:
@@ -261,128 +274,146 @@ def test_render_signature_without_timelines() -> None:
     assert render_html(multi).count('<section class="tp-trace"') == 2
 
 
-# ----------------------------------------------------------------------------- the browser
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="chromium is not on PATH (CI installs Debian's 'chromium'; so does make setup)",
-)
-
-# After the page drew, zoom with the wheel at x=700, drag, hover a lane; report into #probe.
-INTERACT = """
-<div id="probe"></div>
-<script>
-document.addEventListener("DOMContentLoaded", function () {  // after timeline.js's own handler
-  var el = document.querySelector(".tp-timeline"), c = el.querySelector("canvas");
-  var r = c.getBoundingClientRect(), y = r.top + 60;
-  var before = el.querySelector(".tp-view").textContent;
-  c.dispatchEvent(new WheelEvent("wheel", {deltaY: -600, clientX: r.left + 700, clientY: y,
-                                           bubbles: true, cancelable: true}));
-  c.dispatchEvent(new MouseEvent("mousedown", {clientX: r.left + 700, clientY: y, bubbles: true}));
-  window.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + 650, clientY: y}));
-  window.dispatchEvent(new MouseEvent("mouseup", {}));
-  var lane = el.tpTimeline.rows[el.tpTimeline.rows.length - 1];
-  c.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + 700,
-                                               clientY: r.top + lane.y + 4, bubbles: true}));
-  var zoomed = el.querySelector(".tp-view").textContent;
-  var readout = el.querySelector(".tp-readout").textContent;
-  el.querySelector(".tp-reset").click();
-  var reset = el.querySelector(".tp-view").textContent;
-  document.getElementById("probe").textContent = JSON.stringify(
-    {before: before, zoomed: zoomed, readout: readout, reset: reset});
-});
-</script>
-"""
+def test_title_and_header_name_the_trace() -> None:
+    r = report_for(two_gpus(), "/data/run7/rank0.pt.trace.json.gz")
+    html = render_html([r], [two_gpus()])
+    assert "<title>rank0.pt.trace.json.gz — traceprobe</title>" in html
+    assert "<h1>rank0.pt.trace.json.gz — traceprobe</h1>" in html
+    step = {**r, "window": {**r["window"], "step": 2}}
+    assert page_title([step]) == "rank0.pt.trace.json.gz — ProfilerStep#2 — traceprobe"
+    names = [{"trace": f"r{i}.json"} for i in range(5)]
+    assert page_title(names) == "5 traces: r0.json, r1.json, r2.json, … — traceprobe"
 
 
-def chromium(tmp_path: Path, page: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    cmd = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-quic", "--no-first-run", f"--user-data-dir={profile}",
-        "--enable-logging=stderr", "--v=0", "--window-size=1400,900", *args, page.as_uri(),
+# ----------------------------------------------------------------------------- events
+
+
+def unpack(payload: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The page's two event tables, decoded independently of render/events.py's packer:
+    gzip, then each column in the order and dtype the payload names, 8-byte aligned."""
+    raw = gzip.decompress(base64.b64decode(payload["blob"]))
+    types = {"u8": "<u1", "u16": "<u2", "i32": "<i4", "f64": "<f8"}
+    out, at = [], 0
+    for n, cols in ((payload["gpu_n"], payload["gpu_cols"]),
+                    (payload["cpu_n"], payload["cpu_cols"])):
+        table = {}
+        for name, t in cols:
+            a = np.frombuffer(raw, dtype=types[t], count=n, offset=at)
+            table[name] = a.astype(np.int64) if t != "f64" else a
+            at += -(-a.nbytes // 8) * 8
+        df = pd.DataFrame(table)
+        df["start"] = df["start"].cumsum()
+        df["name"] = [payload["names"][i] for i in df["name"]]
+        df["kind"] = [payload["kinds"][i] for i in df["kind"]]
+        df["info"] = [payload["infos"][i] for i in df["info"]]
+        out.append(df)
+    assert at == len(raw)
+    return out[0], out[1]
+
+
+def launches() -> Any:
+    """Thread 1: step [0, 100) ⊃ linear [10, 60) ⊃ addmm [12, 40) ⊃ launch [14, 18) (corr 5)
+    and linear ⊃ launch [45, 48) (corr 6); thread 2: DataLoader next [0, 30).
+    GPU 0 stream 7: gemm [20, 30) (corr 5), Memcpy HtoD [50, 58) of 4000 bytes (corr 6)."""
+    return frames.timeline(
+        gpu=[frames.kernel(20, 30, "gemm", correlation=5, external_id=11),
+             frames.copy(50, 58, "HtoD", correlation=6, bytes=4000)],
+        cpu=[frames.op(10, 60, "aten::linear", external_id=10),
+             frames.op(12, 40, "aten::addmm", external_id=11),
+             frames.runtime(14, 18, correlation=5, external_id=11),
+             frames.runtime(45, 48, "cudaMemcpyAsync", correlation=6, external_id=10),
+             frames.op(0, 30, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                       tid=2)],
+        steps=[(1, 0, 100)],
+    )
+
+
+def test_nesting_by_hand() -> None:
+    # one row: [0,100) ⊃ [10,60) ⊃ [12,40) and [45,48); [60,70) after; row 2 starts afresh
+    row = np.array([0, 0, 0, 0, 0, 1])
+    start = np.array([0, 10, 12, 45, 60, 5])
+    end = np.array([100, 60, 40, 48, 70, 6])
+    depth, parent = nesting(row, start, end)
+    assert depth.tolist() == [0, 1, 2, 2, 1, 0]
+    assert parent.tolist() == [-1, 0, 1, 1, 0, -1]
+
+
+def test_event_tables_hold_every_event_with_true_times() -> None:
+    tl = launches()
+    payload = event_detail(tl, (5, 100)).payload()  # the window cuts the DataLoader op
+    gpu, cpu = unpack(payload)
+
+    assert [r["label"] for r in payload["gpu"]] == ["GPU 0 · stream 7"]
+    assert [(r["label"], r["n"], r["depth"]) for r in payload["host"]] == [
+        ("thread 1", 5, 4), ("thread 2", 1, 1)]
+    assert gpu[["start", "dur", "name", "kind", "corr", "bytes"]].values.tolist() == [
+        [15, 10, "gemm", "kernel", 5, -1], [45, 8, "Memcpy HtoD", "memcpy", 6, 4000]]
+    got = cpu[["row", "start", "dur", "name", "kind", "depth", "parent", "corr"]]
+    assert got.values.tolist() == [
+        [0, -5, 100, "ProfilerStep#1", "annotation", 0, -1, -1],
+        [0, 5, 50, "aten::linear", "cpu_op", 1, 0, -1],
+        [0, 7, 28, "aten::addmm", "cpu_op", 2, 1, -1],
+        [0, 9, 4, "cudaLaunchKernel", "runtime", 3, 2, 5],
+        [0, 40, 3, "cudaMemcpyAsync", "runtime", 2, 1, 6],
+        # not clipped to the window: starts 5 ns before it
+        [1, -5, 30, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+         "dataloader", 0, -1, -1],
     ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    assert set(payload["kinds"]) == set(EVENT_KINDS)
 
 
-def console_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+def test_events_outside_the_window_and_other_devices_are_left_out() -> None:
+    tl = launches()
+    gpu, cpu = unpack(event_detail(tl, (31, 44)).payload())
+    assert gpu.empty  # gemm ends at 30, the copy starts at 50
+    assert cpu["name"].tolist() == ["ProfilerStep#1", "aten::linear", "aten::addmm"]
+    gpu, _ = unpack(event_detail(tl, None, devices=[1]).payload())
+    assert gpu.empty
 
 
-def browser_page(tmp_path: Path, extra: str = "") -> tuple[Path, int]:
-    """A two-GPU trace through the whole pipeline (builder → loader → report → HTML)."""
-    from traceprobe.load.pipeline import load
-    from traceprobe.report import analyze
-
-    t = TraceBuilder()
-    t.device_properties(0, 1)
-    t.step(1, 0, 100)
-    t.step(2, 100, 100)
-    for i in range(20):
-        t.launch(f"void gemm<{NASTY}>(#{i % 3})", cpu_ts=i * 10, cpu_dur=3, gpu_ts=i * 10 + 4,
-                 gpu_dur=7, device=0, stream=7)
-        t.kernel("k1", ts=i * 10 + 2, dur=8, device=1, stream=7)
-        if i % 4 == 0:
-            t.memcpy("Memcpy HtoD (Pinned -> Device)", ts=i * 10 + 1, dur=12, device=0,
-                     stream=20)
-            t.memset(ts=i * 10 + 3, dur=2, device=1, stream=21)
-    tl = load(t.write(tmp_path / "two.json"))
-    html = render_html([analyze(tl).to_dict()], [tl])
-    page = tmp_path / "report.html"
-    page.write_text(html.replace("</body>", extra + "</body>"), encoding="utf-8")
-    return page, 4
+def test_too_many_events_keep_the_longest() -> None:
+    tl = launches()
+    detail = event_detail(tl, None, max_events=3)
+    gpu, cpu = unpack(detail.payload())
+    # durations: 100 (step), 50, 30 (DataLoader), 28, 10, 8, 4, 3 -> keep the three longest
+    assert sorted(cpu["dur"].tolist() + gpu["dur"].tolist()) == [30, 50, 100]
+    assert (detail.dropped, detail.shorter_than_ns) == (5, 30)
 
 
-@needs_chromium
-def test_page_renders_in_chromium_without_errors(tmp_path: Path) -> None:
-    page, lanes = browser_page(tmp_path)
-    run = chromium(tmp_path, page, "--dump-dom")
-
-    assert run.returncode == 0, run.stderr[-2000:]
-    dom = run.stdout
-    drawn = rf'<div class="tp-timeline"[^>]*data-rendered="{lanes} lanes"'
-    assert re.search(drawn, dom), dom[:3000]
-    assert re.search(r'<div id="errors" role="alert"></div>', dom), dom
-    assert console_lines(run.stderr) == []
-
-
-@needs_chromium
-def test_zoom_pan_hover_and_reset_work(tmp_path: Path) -> None:
-    page, _ = browser_page(tmp_path, INTERACT)
-    run = chromium(tmp_path, page, "--dump-dom")
-
-    m = re.search(r'<div id="probe">(.*?)</div>', run.stdout, re.S)
-    assert m, run.stdout[-3000:]
-    probe = json.loads(m.group(1).replace("&amp;", "&").replace("&quot;", '"'))
-    assert re.fullmatch(r"showing 0 – (\S+ µs) of \1", probe["before"]), probe
-    assert probe["zoomed"] != probe["before"]  # the wheel zoomed in
-    assert "GPU 1 · stream 21" in probe["readout"]  # hovering the last lane names it
-    assert probe["reset"] == probe["before"]
-    assert re.search(r'<div id="errors" role="alert"></div>', run.stdout)
-    assert console_lines(run.stderr) == []
+def test_optional_frame_columns_show_on_hover() -> None:
+    tl = launches()
+    gpu = tl.gpu.assign(grid=["[128, 1, 1]", None], block=["[256, 1, 1]", None],
+                        occupancy=[0.5, np.nan], dur_ns=[10, 8])
+    cpu = tl.cpu.assign(input_dims=[[[4, 8], [8, 16]], [], None, None, None, None])
+    detail = event_detail(type(tl)(gpu=gpu, cpu=cpu, steps=tl.steps, meta=tl.meta), None)
+    g, c = unpack(detail.payload())
+    assert g["info"].tolist() == ["grid: [128, 1, 1] · block: [256, 1, 1] · occupancy: 0.5", ""]
+    assert dict(zip(c["name"], c["info"], strict=True))["aten::linear"] == \
+        "input dims: [[4, 8], [8, 16]]"
+    assert set(c["info"]) == {"input dims: [[4, 8], [8, 16]]", ""}
 
 
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    return struct.unpack(">II", data[16:24])
+def test_critical_path_segments_from_the_window_start() -> None:
+    r = {"critical_path": {"length_us": 3.0, "breakdown": {}, "segments": [
+        {"start_us": 1.0, "end_us": 2.5, "kind": "gpu", "name": "gemm"},
+        {"start_us": 2.5, "end_us": 4.0, "kind": "cpu", "name": "aten::add"},
+        {"start_us": 9.0, "end_us": 9.5, "kind": "cpu", "name": "outside"}]}}
+    assert critical_segments(r, 500, 5000) == [[500, 2000, "gpu", "gemm"],
+                                              [2000, 3500, "cpu", "aten::add"]]
+    assert critical_segments({}, 0, 10) is None
+    assert critical_segments({"critical_path": {"segments": []}}, 0, 10) is None
 
 
-@needs_chromium
-def test_screenshot_shows_the_lanes(tmp_path: Path) -> None:
-    page, _ = browser_page(tmp_path)
-    shot = tmp_path / "shot.png"
-    run = chromium(tmp_path, page, f"--screenshot={shot}")
-
-    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
-    data = shot.read_bytes()
-    assert png_size(data) == (1400, 900)
-    assert len(data) > 20_000  # a blank page is a few kB
-    assert console_lines(run.stderr) == []
-    image = pytest.importorskip("matplotlib.image")
-    px = (image.imread(shot)[:, :, :3] * 255).round().astype(int)
-    kernel_blue = np.all(np.abs(px - [0x4C, 0x78, 0xA8]) <= 2, axis=-1).sum()
-    copy_orange = np.all(np.abs(px - [0xF5, 0x85, 0x18]) <= 2, axis=-1).sum()
-    # The legend swatches are 140 px each; the lanes are thousands.
-    assert kernel_blue > 2000 and copy_orange > 500
+def test_page_carries_events_and_critical_path() -> None:
+    tl = launches()
+    r = report_for(tl)
+    r["critical_path"] = {"length_us": 0.01, "breakdown": {}, "segments": [
+        {"start_us": 0.02, "end_us": 0.03, "kind": "gpu", "name": "gemm"}]}
+    (payload,) = payloads(render_html([r], [tl]))
+    (trace,) = payload["traces"]
+    gpu, cpu = unpack(trace["events"])
+    assert len(gpu) == len(tl.gpu) and len(cpu) == len(tl.cpu)
+    assert trace["critical"] == [[20, 30, "gpu", "gemm"]]
+    html = render_html([report_for(tl)], [tl])
+    assert "DataLoader</span>" in html and "runtime call</span>" in html  # legend
+    assert payloads(html)[0]["traces"][0]["critical"] is None

@@ -28,8 +28,9 @@ name them with their dtype, one of ``u8 u16 i32 f64``):
 
 Launch links (kernel -> runtime call -> enclosing ops) are found in the browser from
 ``corr`` and ``parent``. A window with more than ``max_events`` events keeps the
-longest ones and says how many it left out (``dropped``); the overlap picture of
-:mod:`traceprobe.render.lanes` still counts every event.
+longest ones (those at least ``shorter_than_ns`` long, ties included) and says how many
+it left out (``dropped``); the overlap picture of :mod:`traceprobe.render.lanes` still
+counts every event, and the page then draws GPU lanes from it.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def event_detail(
     if len(gpu) + len(cpu) > max_events:
         dur = np.concatenate([(gpu["end"] - gpu["start"]).to_numpy(),
                               (cpu["end"] - cpu["start"]).to_numpy()])
-        cut = int(np.sort(dur)[::-1][max_events - 1]) + 1  # keep events at least this long
+        cut = int(np.sort(dur)[::-1][max_events - 1])  # keep events at least this long (ties too)
         dropped = int((dur < cut).sum())
         gpu = gpu[(gpu["end"] - gpu["start"]).to_numpy() >= cut]
         cpu = cpu[(cpu["end"] - cpu["start"]).to_numpy() >= cut]
