@@ -673,9 +673,11 @@
         var i = lv.idx[j], a = (Math.max(lv.s[j], v0) - v0) * k, b = (Math.min(lv.e[j], v1) - v0) * k;
         var kind = tb ? tb.kind[i] : 0, hitMatch = match ? match[tb.name[i]] === 1 : false;
         var q = match ? (hitMatch ? HIT : DIM) : kind;
-        if (b - a >= MIN_BOX_PX) {
+        if ((lv.e[j] - lv.s[j]) * k >= MIN_BOX_PX) {  // its full width, even if partly in view
           boxes.push([i, a, b, kind, hitMatch]);
+          this.stats.boxes++;
         } else {
+          this.stats.aggregated++;
           if (!cov) { cov = new Float32Array(K * W); }
           addCoverage(cov, q * W, W, a, b, 1);
         }
@@ -753,6 +755,7 @@
     ctx.clearRect(0, 0, this.cssWidth, this.height);
     var W = this.plotWidth(), x1 = GUTTER + W, v0 = this.v0, v1 = this.v1, self = this;
     var X = function (t) { return self.xAt(t); };
+    this.stats = { boxes: 0, aggregated: 0 };  // events drawn as boxes / as pixel coverage
     ctx.font = FONT;
     ctx.textBaseline = "middle";
 
