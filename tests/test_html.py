@@ -198,6 +198,20 @@ def test_lanes_for_report_uses_the_report_step_and_devices() -> None:
     assert [x.label for x in lanes.rows()] == ["GPU 1 idle", "GPU 1 · stream 7"]
 
 
+def test_host_lanes_show_the_innermost_event_by_kind() -> None:
+    lanes = build_lanes(launches(), hosts=True)
+    one, two = lanes.hosts
+    assert (one.label, one.events, two.label) == ("host thread 1", 5, "host thread 2")
+    # step [0,100) ⊃ linear [10,60) ⊃ addmm [12,40) ⊃ launch [14,18); linear ⊃ memcpy [45,48)
+    assert pairs(one.pieces["annotation"]) == [(0, 10), (60, 100)]
+    assert pairs(one.pieces["cpu_op"]) == [(10, 14), (18, 45), (48, 60)]
+    assert pairs(one.pieces["runtime"]) == [(14, 18), (45, 48)]
+    assert list(two.pieces) == ["dataloader"] and pairs(two.pieces["dataloader"]) == [(0, 30)]
+    assert list(lanes.rows())[-2:] == [one, two]
+    assert all(r["label"] != one.label for r in lanes.to_payload()["rows"])  # events carry them
+    assert build_lanes(launches()).hosts == ()
+
+
 def test_no_gpu_activity_gives_no_rows() -> None:
     tl = frames.timeline(cpu=[frames.op(0, 100)])
     lanes = build_lanes(tl)

@@ -118,3 +118,33 @@ def test_several_traces_get_numbered_files_checked_first(tmp_path: Path) -> None
     assert [p.name for p in written] == ["p-0.png", "p-1.png"]
     for p in written:
         png_size(p.read_bytes())
+
+
+def test_every_headline_and_the_trace_name_are_drawn() -> None:
+    tl = two_gpus()
+    r = report(tl)
+    r["headlines"] = [f"headline number {i}: " + "x" * (40 * i) for i in range(7)]
+    r["trace"] = "runs/rank3.json"
+    fig = plot.plot_figure(tl, r)
+    drawn = " ".join(t.get_text() for t in fig.texts)
+    assert "runs/rank3.json" in drawn
+    for i in range(7):  # none dropped (long ones wrap onto more lines)
+        assert f"headline number {i}:" in drawn
+    assert drawn.count("x") == sum(40 * i for i in range(7))
+
+
+def test_a_host_lane_per_thread(tmp_path: Path) -> None:
+    # thread 1: op [0, 600) ⊃ runtime call [100, 400) µs; thread 2: op [0, 1000) µs
+    tl = frames.timeline(cpu=[frames.op(0, 600_000), frames.runtime(100_000, 400_000),
+                              frames.op(0, 1_000_000, tid=2)])
+    fig = plot.plot_figure(tl, report(tl))
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["host thread 1", "host thread 2"]
+    out = tmp_path / "cpu.png"
+    out.write_bytes(plot.plot_png(tl, report(tl)))
+    px = pixels(out)
+    lane = plot.PLOT_PX * (plot.LANE_PX - 2)
+    # ops: thread 1 [0, 100) ∪ [400, 600) (the runtime call is innermost in between), thread 2
+    # the whole window: 0.3 + 1.0 lanes; the runtime call 0.3 of a lane. ±3% for edges.
+    assert count_color(px, "#72b7b2") == pytest.approx(1.3 * lane, rel=0.03)
+    assert count_color(px, "#eeca3b") == pytest.approx(0.3 * lane, rel=0.03)

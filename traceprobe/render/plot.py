@@ -1,4 +1,5 @@
-"""A static PNG of the timeline picture: the lanes, overlap bands and steps of the HTML report.
+"""A static PNG of the timeline picture: the lanes, overlap bands, host threads and steps, under
+the trace's name and every headline of its report.
 
     write_plot(timeline, report.to_dict(), "run.png")          # --plot run.png
     write_plots(timelines, report_dicts, "run.png")              # several: run-0.png, run-1.png
@@ -8,7 +9,9 @@ matplotlib is imported here, lazily, and only its object-oriented API is used
 (``Figure`` + the Agg canvas): no pyplot, no global backend switch, no windows.
 The rows, colours and drawing rule are those of :mod:`traceprobe.render.lanes`
 (the HTML canvas's): each row is rastered exactly, one image column per pixel, by
-:func:`~traceprobe.render.lanes.raster`, so a 300k-event trace costs one image.
+:func:`~traceprobe.render.lanes.raster`, so a 300k-event trace costs one image. Each host
+thread is one lane showing, per pixel, the kind of event (op, runtime call, annotation,
+DataLoader) that was innermost for longest (:class:`~traceprobe.render.lanes.HostLane`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ import numpy as np
 
 from traceprobe import output
 from traceprobe.errors import UsageError
-from traceprobe.render.lanes import COLORS, LEGEND, Band, Lane, lanes_for_report, raster
+from traceprobe.render.lanes import COLORS, LEGEND, Band, lanes_for_report, raster
 from traceprobe.timeline import Timeline
 
 DPI = 100
@@ -33,7 +37,8 @@ LEFT_PX = 210  # row labels
 PLOT_PX = 1350  # the timeline: one image column per pixel
 LANE_PX, BAND_PX, ROW_GAP_PX, STEP_PX = 22, 12, 3, 18
 BACKGROUND = np.array([0.98, 0.98, 0.98])
-HEADLINES = 4
+WRAP = 190  # characters of a headline line
+LEGEND_COLUMNS = 7
 
 
 def write_plot(
@@ -81,6 +86,14 @@ def write_plots(
 
 def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -> bytes:
     """The picture as PNG bytes."""
+    fig = plot_figure(timeline, report_dict)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": "traceprobe"})
+    return buf.getvalue()
+
+
+def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -> Any:
+    """The picture as a matplotlib ``Figure`` (Agg canvas attached)."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.colors import to_rgb
@@ -93,12 +106,17 @@ def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -
         ) from None
 
     r = report_dict or {}
-    lanes = lanes_for_report(r, timeline, max_pieces=sys.maxsize)  # exact: raster needs no budget
+    # exact (raster needs no budget), with one lane per host thread
+    lanes = lanes_for_report(r, timeline, max_pieces=sys.maxsize, hosts=True)
     rows = list(lanes.rows())
-    headlines = list(r.get("headlines") or [])[:HEADLINES]
+    headlines = [
+        textwrap.wrap(f"• {h}", WRAP, subsequent_indent="   ") or ["•"]
+        for h in r.get("headlines") or []
+    ]
+    n_lines = sum(len(h) for h in headlines)
 
     # One RGB image: a band of pixel rows per row, each pixel as timeline.js draws it.
-    heights = [LANE_PX if isinstance(x, Lane) else BAND_PX for x in rows]
+    heights = [BAND_PX if isinstance(x, Band) else LANE_PX for x in rows]
     tops = np.concatenate([[0], np.cumsum(np.array(heights) + ROW_GAP_PX)])[:-1].astype(int)
     img_h = int(tops[-1] + heights[-1]) if rows else 40
     img = np.full((img_h, PLOT_PX, 3), 1.0)
@@ -115,7 +133,9 @@ def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -
         img[top + 1 : top + h - 1] = line[None, :, :]
 
     step_px = STEP_PX if lanes.steps else 0
-    head_px, foot_px = 40 + 22 * len(headlines), 70
+    n_kinds = len(lanes.kinds())
+    head_px = 40 + 16 * n_lines + 6 * len(headlines)
+    foot_px = 52 + 18 * max(1, -(-n_kinds // LEGEND_COLUMNS))
     fig_h = (head_px + step_px + img_h + foot_px) / DPI
     fig = Figure(figsize=(WIDTH_PX / DPI, fig_h), dpi=DPI)
     FigureCanvasAgg(fig)
@@ -148,7 +168,7 @@ def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     if not rows:
-        ax.text(0.5, 0.5, "No GPU activity in this window.", transform=ax.transAxes,
+        ax.text(0.5, 0.5, "No GPU or host activity in this window.", transform=ax.transAxes,
                 ha="center", va="center", color="#666")
 
     kinds = lanes.kinds()
@@ -158,7 +178,8 @@ def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -
         for k in kinds
     ]
     if handles:
-        fig.legend(handles, [LEGEND[k] for k in kinds], loc="lower center", ncol=len(handles),
+        fig.legend(handles, [LEGEND[k] for k in kinds], loc="lower center",
+                   ncol=min(len(handles), LEGEND_COLUMNS),
                    fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0))
 
     title = str(r.get("trace") or timeline.source)
@@ -166,12 +187,13 @@ def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -
     if step is not None:
         title += f" — ProfilerStep#{step}"
     fig.text(0.01, 1 - 12 / DPI / fig_h, title, fontsize=11, weight="bold", va="top")
-    for i, line in enumerate(headlines):
-        fig.text(0.01, 1 - (38 + 22 * i) / DPI / fig_h, f"• {line}", fontsize=9, va="top")
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": "traceprobe"})
-    return buf.getvalue()
+    y = 38
+    for lines in headlines:
+        for line in lines:
+            fig.text(0.01, 1 - y / DPI / fig_h, line, fontsize=9, va="top")
+            y += 16
+        y += 6
+    return fig
 
 
 def _unit(span_ns: int) -> tuple[float, str]:
