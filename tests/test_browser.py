@@ -131,7 +131,8 @@ def gpu_row(p: Page, stream: int) -> dict[str, Any]:
                 " return {y: r.y, h: r.h}; })()", stream)
 
 
-def test_hover_a_kernel_names_it_with_duration_and_launching_op(browser: Any, tmp_path: Path) -> None:
+def test_hover_a_kernel_names_it_with_duration_and_launching_op(browser: Any,
+                                                                tmp_path: Path) -> None:
     p = Page(browser, write_page(tmp_path, [launch_trace(tmp_path)]))
     row = gpu_row(p, 7)
     x = p.js("tl.xAt(arg)", (12_345 + 19_595) / 2)
@@ -165,8 +166,8 @@ def test_an_op_lists_its_kernels_and_a_click_pins_the_launch_link(browser: Any,
     assert details.splitlines()[0] == GEMM
     assert "launched by cudaLaunchKernel ← aten::mm (5.000 µs)" in details
     # the link is drawn from the runtime call (host lane, depth 1) to the kernel
-    ends = p.js("(() => { const s = tl.selected, l = tl.links(s.trace, s.side, s.i);"
-                " return [tl.place(s.trace, 'cpu', l.launcher), tl.place(s.trace, 'gpu', s.i)]; })()")
+    ends = p.js("(() => { const s = tl.selected, l = tl.links(s.trace, s.side, s.i); return"
+                " [tl.place(s.trace, 'cpu', l.launcher), tl.place(s.trace, 'gpu', s.i)]; })()")
     assert ends[0]["y"] == host["y"] + 13 and ends[1]["y"] == row["y"]
     assert ends[0]["x0"] == pytest.approx(p.js("tl.xAt(5000)"))
     p.clean()

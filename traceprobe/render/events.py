@@ -251,8 +251,8 @@ def nesting(row: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
 def _times(df: pd.DataFrame, lo: int) -> list[tuple[str, tuple[str, np.ndarray]]]:
     start = df["start"].to_numpy(dtype=np.int64) - lo
     prev = np.concatenate([[0], start[:-1]]).astype(np.int64)
-    return [("start", _fit(start - prev)),
-            ("dur", _fit(df["end"].to_numpy(dtype=np.int64) - df["start"].to_numpy(dtype=np.int64)))]
+    dur = df["end"].to_numpy(dtype=np.int64) - df["start"].to_numpy(dtype=np.int64)
+    return [("start", _fit(start - prev)), ("dur", _fit(dur))]
 
 
 def _intern(values: pd.Series, table: dict[str, int]) -> np.ndarray:

@@ -128,8 +128,7 @@ def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline]], *, multi
     traces, kinds = [], set()
     for i, r, tl in drawn:
         lanes = lanes_for_report(r, tl)
-        devices = [d for d, _ in lanes.devices]
-        detail = event_detail(tl, (lanes.lo, lanes.hi), devices=devices if r.get("devices") else None)
+        detail = event_detail(tl, (lanes.lo, lanes.hi), devices=[d for d, _ in lanes.devices])
         critical = critical_segments(r, lanes.lo, lanes.hi)
         kinds.update(lanes.kinds())
         kinds.update(detail.kinds_present())
@@ -149,7 +148,7 @@ def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline]], *, multi
         else f'<span><i style="background:var(--tp-{k})"></i>{_e(LEGEND[k])}</span>'
         for k in LEGEND if k in kinds
     )
-    heading = (f"<h2>Timeline of the {len(drawn)} traces</h2>\n" if multi else "<h3>Timeline</h3>\n")
+    heading = f"<h2>Timeline of the {len(drawn)} traces</h2>\n" if multi else "<h3>Timeline</h3>\n"
     return (
         f'{heading}<div class="tp-timeline" id="timeline-{key}" data-payload="tp-data-{key}">'
         '<div class="tp-toolbar">'
@@ -184,7 +183,8 @@ def critical_segments(r: Mapping[str, Any], lo: int, hi: int) -> list[list[Any]]
     out = []
     for seg in segs:
         try:
-            a, b = round(float(seg["start_us"]) * 1000) - lo, round(float(seg["end_us"]) * 1000) - lo
+            a = round(float(seg["start_us"]) * 1000) - lo
+            b = round(float(seg["end_us"]) * 1000) - lo
         except (KeyError, TypeError, ValueError):
             continue
         if b >= 0 and a <= hi - lo:
