@@ -41,6 +41,7 @@ from traceprobe.render.lanes import (
     lanes_for_report,
     merge_close,
     raster,
+    report_window,
 )
 from traceprobe.timeline import GPU_COLUMNS
 
@@ -396,15 +397,16 @@ def test_too_many_events_keep_the_longest() -> None:
 
 def test_optional_frame_columns_show_on_hover() -> None:
     tl = launches()
-    gpu = tl.gpu.assign(grid=["[128, 1, 1]", None], block=["[256, 1, 1]", None],
-                        occupancy=[0.5, np.nan], dur_ns=[10, 8])
-    cpu = tl.cpu.assign(input_dims=[[[4, 8], [8, 16]], [], None, None, None, None])
+    gpu = tl.gpu.assign(grid=["[128,1,1]", ""], block=["[256,1,1]", ""], occupancy=[50.0, np.nan],
+                        registers_per_thread=[32, -1], dur_ns=[10, 8], seq=[1, 2])
+    cpu = tl.cpu.assign(input_dims=["[[4,8],[8,16]]", "", "", "", "", ""])
     detail = event_detail(type(tl)(gpu=gpu, cpu=cpu, steps=tl.steps, meta=tl.meta), None)
     g, c = unpack(detail.payload())
-    assert g["info"].tolist() == ["grid: [128, 1, 1] · block: [256, 1, 1] · occupancy: 0.5", ""]
+    assert g["info"].tolist() == [
+        "grid [128,1,1] · block [256,1,1] · registers/thread 32 · est. occupancy 50%", ""]
     assert dict(zip(c["name"], c["info"], strict=True))["aten::linear"] == \
-        "input dims: [[4, 8], [8, 16]]"
-    assert set(c["info"]) == {"input dims: [[4, 8], [8, 16]]", ""}
+        "input dims [[4,8],[8,16]]"
+    assert set(c["info"]) == {"input dims [[4,8],[8,16]]", ""}
 
 
 def test_critical_path_segments_from_the_window_start() -> None:
@@ -431,3 +433,14 @@ def test_page_carries_events_and_critical_path() -> None:
     html = render_html([report_for(tl)], [tl])
     assert "DataLoader</span>" in html and "runtime call</span>" in html  # legend
     assert payloads(html)[0]["traces"][0]["critical"] is None
+
+
+def test_report_window_follows_the_report_not_only_the_trace() -> None:
+    tl = two_gpus()  # span [0, 260), steps [0, 120) and [120, 260)
+    # a default window that is not the whole trace (e.g. the profiled steps of a trace with
+    # events outside them), given in µs floats, a fraction of a ns off: snapped to step bounds
+    assert report_window({"window": {"start_us": 0.0000004, "end_us": 0.2600009}}, tl) == (0, 260)
+    assert report_window({"window": {"start_us": 0.05, "end_us": 0.2}}, tl) == (50, 200)
+    step2 = {"window": {"step": 2, "start_us": 0.12, "end_us": 0.26}}
+    assert report_window(step2, tl) == (120, 260)
+    assert report_window({}, tl) == (0, 260)

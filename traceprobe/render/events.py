@@ -20,8 +20,8 @@ name them with their dtype, one of ``u8 u16 i32 f64``):
     dur     end - start
     name    index into payload()["names"]
     kind    index into payload()["kinds"]
-    info    index into payload()["infos"] ("" at 0): optional frame columns such as
-            a kernel's grid/block/occupancy or an op's input shapes, when present
+    info    index into payload()["infos"] ("" at 0): the INFO_COLUMNS the frames
+            carry (a kernel's grid, block, registers, occupancy; an op's input dims)
     corr    correlation id (-1: none); GPU: ``bytes`` (-1: unknown) and ``ext``;
     host:   ``depth`` (nesting, 0 outermost), ``parent`` (index of the enclosing
             event in the host table, -1: none), ``ext`` (external id)
@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceprobe.timeline import CPU_COLUMNS, GPU_COLUMNS, Timeline
+from traceprobe.timeline import Timeline
 
 MAX_EVENTS = 600_000
 # Event kinds as the page colours them (CSS variables --tp-<kind>, set from lanes.COLORS).
@@ -60,8 +60,19 @@ _HOST_KIND = {
     "gpu_user_annotation": "annotation",
     "python_function": "python",
 }
-# Frame columns that are plumbing, not something to show on hover.
-_HIDDEN = set(GPU_COLUMNS) | set(CPU_COLUMNS) | {"dur_ns", "pid", "tid"}
+# Optional frame columns shown on hover when the loaded frames have them: (label, unit).
+INFO_COLUMNS = {
+    "grid": ("grid", ""),
+    "block": ("block", ""),
+    "registers_per_thread": ("registers/thread", ""),
+    "shared_memory": ("shared memory", " B"),
+    "blocks_per_sm": ("blocks/SM", ""),
+    "warps_per_sm": ("warps/SM", ""),
+    "occupancy": ("est. occupancy", "%"),
+    "input_dims": ("input dims", ""),
+    "input_shapes": ("input shapes", ""),
+    "input_types": ("input types", ""),
+}
 
 
 @dataclass(frozen=True)
@@ -267,9 +278,9 @@ def _codes(values: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
 
 
 def _info(df: pd.DataFrame, table: dict[str, int]) -> np.ndarray:
-    """Optional columns of the frame (grid, block, occupancy, input shapes, ...) as one
-    interned "key: value · key: value" string per event; 0 where none is known."""
-    extra = [c for c in df.columns if c not in _HIDDEN and not c.startswith("_")]
+    """The INFO_COLUMNS the frame has (grid, block, occupancy, input dims, ...) as one
+    interned "label value · label value" string per event; 0 where none is known."""
+    extra = [c for c in INFO_COLUMNS if c in df.columns]
     if not extra or df.empty:
         return np.zeros(len(df), np.int64)
     parts = []
@@ -289,10 +300,14 @@ def _shown(col: str, v: Any) -> str:
         return ""
     if isinstance(v, np.ndarray):
         v = v.tolist()
-    text = str(v)
+    if isinstance(v, (float, np.floating)):
+        text = f"{float(v):.3g}"
+    else:
+        text = str(v)
     if text in ("", "[]", "()", "nan", "None"):
         return ""
-    return f"{col.replace('_', ' ')}: {text}"
+    label, unit = INFO_COLUMNS[col]
+    return f"{label} {text}{unit}"
 
 
 def _fit(a: np.ndarray) -> tuple[str, np.ndarray]:
@@ -319,4 +334,7 @@ def _padded(a: np.ndarray) -> bytes:
     return b + b"\0" * (-len(b) % 8)
 
 
-__all__ = ["EVENT_KINDS", "MAX_EVENTS", "EventDetail", "event_detail", "host_kinds", "nesting"]
+__all__ = [
+    "EVENT_KINDS", "INFO_COLUMNS", "MAX_EVENTS",
+    "EventDetail", "event_detail", "host_kinds", "nesting",
+]

@@ -356,19 +356,30 @@ def lanes_for_report(
 
 def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple[int, int] | None:
     """The window a report dict analysed, in exact ns: the step's ``ProfilerStep`` window
-    when ``window.step`` is set, else the whole trace (``timeline.span``). A step the
-    timeline lacks falls back to the report's ``start_us``/``end_us`` (floats)."""
+    when ``window.step`` is set; else the report's ``start_us``/``end_us`` (floats), each
+    snapped to the trace's span, its steps' bounds or the profiler's span when within
+    2 ns of one (a µs float of an epoch-scale clock can miss the exact ns by one); a
+    report without them: the whole trace (``timeline.span``)."""
     w = (report or {}).get("window") or {}
     step = w.get("step")
-    if step is None:
-        return timeline.span
-    hit = timeline.steps[timeline.steps["step"] == step].sort_values("start", kind="stable")
-    if len(hit):  # the first window of that number, as the report takes it
-        return int(hit["start"].iloc[0]), int(hit["end"].iloc[0])
+    if step is not None:
+        hit = timeline.steps[timeline.steps["step"] == step].sort_values("start", kind="stable")
+        if len(hit):  # the first window of that number, as the report takes it
+            return int(hit["start"].iloc[0]), int(hit["end"].iloc[0])
     lo, hi = w.get("start_us"), w.get("end_us")
-    if lo is None or hi is None or hi <= lo:
+    if lo is None or hi is None or hi < lo:
         return timeline.span
-    return round(float(lo) * 1000), round(float(hi) * 1000)
+    known = set(timeline.span or ())
+    if not timeline.steps.empty:
+        known |= {int(timeline.steps["start"].min()), int(timeline.steps["end"].max())}
+    known |= {int(x) for x in timeline.meta.extra.get("profiler_span_ns") or ()}
+
+    def snap(us: float) -> int:
+        ns = float(us) * 1000
+        near = [k for k in known if abs(k - ns) <= 2]
+        return min(near, key=lambda k: abs(k - ns)) if near else round(ns)
+
+    return snap(lo), snap(hi)
 
 
 def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False) -> Lanes:
