@@ -97,14 +97,17 @@ class Page:
         assert self.errors == []
 
 
-def write_page(tmp_path: Path, traces: list[Path], name: str = "report.html") -> Path:
+def write_page(tmp_path: Path, traces: list[Path], name: str = "report.html",
+               extra: dict[str, Any] | None = None) -> Path:
+    """The HTML report of ``traces``; ``extra``: keys added to each report dict."""
     from traceprobe.load.pipeline import load
     from traceprobe.render.html import render_html
     from traceprobe.report import analyze
 
     tls = [LOADED.setdefault(t, load(t)) for t in traces]
+    reports = [{**analyze(tl).to_dict(), **(extra or {})} for tl in tls]
     out = tmp_path / name
-    out.write_text(render_html([analyze(tl).to_dict() for tl in tls], tls), encoding="utf-8")
+    out.write_text(render_html(reports, tls), encoding="utf-8")
     return out
 
 
@@ -281,6 +284,27 @@ def test_several_traces_one_above_the_other_on_one_axis(browser: Any, tmp_path: 
     assert p.js("tl.span") == max(p.js("tl.traces.map(t => t.lanes.span_ns)"))
     assert p.page.locator(".tp-timeline").count() == 1
     p.clean()
+
+
+def test_critical_path_lane_when_the_report_has_one(browser: Any, tmp_path: Path) -> None:
+    trace = launch_trace(tmp_path)
+    from traceprobe.load.pipeline import load
+
+    lo_us = LOADED.setdefault(trace, load(trace)).span[0] / 1000
+    critical = {"length_us": 17.595, "breakdown": {"cpu": 10.345, "gpu": 7.25}, "segments": [
+        {"start_us": lo_us + 2, "end_us": lo_us + 12.345, "kind": "cpu", "name": "aten::mm"},
+        {"start_us": lo_us + 12.345, "end_us": lo_us + 19.595, "kind": "gpu", "name": GEMM}]}
+    p = Page(browser, write_page(tmp_path, [trace], extra={"critical_path": critical}))
+    labels = p.js("tl.rows.map(r => r.label)")
+    assert labels[-1] == "critical path"
+    row = p.js("(() => { const r = tl.rows[tl.rows.length - 1]; return {y: r.y, h: r.h}; })()")
+    tip = p.hover(p.js("tl.xAt(16000)"), row["y"] + row["h"] / 2)
+    assert tip.splitlines() == [GEMM, "critical path · gpu",
+                                "start 12.345 µs · duration 7.250 µs"]
+    p.clean()
+    # without the key: no such row
+    p = Page(browser, write_page(tmp_path, [trace], name="plain.html"))
+    assert "critical path" not in p.js("tl.rows.map(r => r.label)")
 
 
 def test_nothing_is_fetched(browser: Any, tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ def render_html(
     with ``to_dict``); ``timelines[i]`` (same order) gives trace i its picture, None skips it.
     ``top``: top-kernel and top-op rows (None: 10); ``title``: default names the trace(s)."""
     top = TOP if top is None else top
+    if title is None:
+        title = page_title(_titled(reports))
     multi: Mapping[str, Any] | None = None
     if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
         one = as_dict(reports)
@@ -57,8 +59,6 @@ def render_html(
     if len(tls) > len(items):
         raise ValueError(f"{len(tls)} timelines for {len(items)} reports")
     tls += [None] * (len(items) - len(tls))
-    if title is None:
-        title = page_title(items)
 
     body = [f"<h1>{_e(title)}</h1>"]
     if len(items) > 1:
@@ -97,6 +97,14 @@ def page_title(items: Sequence[Mapping[str, Any]]) -> str:
         return f"{names[0]}{f' — ProfilerStep#{step}' if step is not None else ''} — traceprobe"
     shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
     return f"{len(items)} traces: {shown} — traceprobe"
+
+
+def _titled(reports: Any) -> list[Mapping[str, Any]]:
+    """The report dicts whose ``trace`` names the page (the traces of a several-traces dict)."""
+    if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
+        one = as_dict(reports)
+        return [as_dict(t) for t in one.get("traces") or []] or [one]
+    return [as_dict(r) for r in reports]
 
 
 def _short(path: str) -> str:

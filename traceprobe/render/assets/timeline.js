@@ -430,7 +430,8 @@
     var t = this.timeAt(x), tol = 3 * (this.v1 - this.v0) / this.plotWidth();
     for (var r = 0; r < this.rows.length; r++) {
       var row = this.rows[r];
-      if (y < row.y || y > row.y + row.h || !row.levels) { continue; }
+      if (y < row.y || y > row.y + row.h) { continue; }
+      if (!row.levels) { return row.type === "band" || row.type === "lane" ? { row: row, t: t } : null; }
       var lv = row.levels[row.type === "host" ? Math.floor((y - row.y) / LEVEL_H) : 0];
       if (!lv) { return { row: row, t: t }; }
       var k = pieceAt(lv, t), best = -1, bestGap = tol;
