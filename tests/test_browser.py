@@ -186,7 +186,7 @@ def test_zoom_in_and_out_with_buttons_and_wheel(browser: Any, tmp_path: Path) ->
     span = v1 - v0
     assert v0 == 0 and span == 1_005_000  # aten::mm at 0 µs to the tail kernel's end at 1005 µs
     text = p.page.inner_text(".tp-view")
-    assert text == "showing 0 – 1.00 ms of 1.00 ms"
+    assert text == "showing 0 – 1.0 ms of 1.00 ms"
 
     p.page.click(".tp-zoom-in")
     a, b = view(p)

@@ -134,6 +134,16 @@
     return String(ns);
   }
 
+  // t in the unit of its magnitude, with as many decimals as a difference of `res` ns needs
+  // (axis labels 300.05 ms, 300.10 ms when zoomed in far from the origin).
+  function fmtAt(t, res) {
+    var units = [[1, "ns"], [1e3, "µs"], [1e6, "ms"], [1e9, "s"]], u = units[0];
+    for (var i = 0; i < units.length; i++) { if (Math.abs(t) >= units[i][0]) { u = units[i]; } }
+    if (t === 0) { return "0"; }
+    var dec = Math.max(0, Math.min(6, Math.ceil(-Math.log10(res / u[0]) - 1e-9)));
+    return (t / u[0]).toFixed(dec) + " " + u[1];
+  }
+
   // µs with ns precision: 1234.567 µs
   function fmtUs(ns) {
     return (ns / 1000).toLocaleString("en-US", { minimumFractionDigits: 3, maximumFractionDigits: 3 }) + " µs";
@@ -768,7 +778,7 @@
     for (var t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
       var gx = Math.round(X(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(gx, AXIS_H - 4); ctx.lineTo(gx, this.height); ctx.stroke();
-      var label = fmtTime(t), half = ctx.measureText(label).width / 2 + 2;
+      var label = fmtAt(t, step), half = ctx.measureText(label).width / 2 + 2;
       ctx.fillText(label, Math.min(Math.max(gx, GUTTER + half), this.cssWidth - half), AXIS_H / 2 - 1);
     }
     ctx.strokeStyle = "#999";
@@ -841,7 +851,8 @@
     var info = this.el.querySelector(".tp-view");
     if (info) {
       var merged = this.traces.some(function (tr) { return tr.lanes.merge_ns && !tr.ev; });
-      info.textContent = "showing " + fmtTime(v0) + " – " + fmtTime(v1) + " of " + fmtTime(this.span) +
+      var res = niceStep(v1 - v0, 10);
+      info.textContent = "showing " + fmtAt(v0, res) + " – " + fmtAt(v1, res) + " of " + fmtTime(this.span) +
         (merged ? " (overlap pieces merged below a pixel)" : "");
     }
   };
