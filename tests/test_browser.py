@@ -327,6 +327,8 @@ def test_the_98_mb_trace_page_is_small_and_paints_fast(browser: Any, tmp_path: P
     # Zoomed out, most events are aggregated per pixel; zoomed in to 50 µs, nearly every
     # event is its own box (those under 3 px, ~130 ns here, still add to pixel coverage).
     assert p.js("tl.stats.aggregated") > 100_000
+    p.js("tl.setView(300e6, 300.4e6)")  # labels keep the digits this view needs
+    assert p.page.inner_text(".tp-view").startswith("showing 300.00 ms – 300.40 ms of ")
     p.js("tl.setView(300e6, 300.05e6)")
     stats = p.js("tl.stats")
     assert stats["boxes"] >= 10 and stats["aggregated"] <= stats["boxes"] / 10, stats
