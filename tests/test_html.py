@@ -70,7 +70,7 @@ def pairs(s: Spans) -> list[tuple[int, int]]:
 
 
 def test_lanes_rows_and_bands_by_hand() -> None:
-    lanes = build_lanes(two_gpus())
+    lanes = build_lanes(two_gpus(), idle=True)
 
     assert (lanes.lo, lanes.hi, lanes.merge_ns) == (0, 260, 0)
     assert [r.label for r in lanes.rows()] == [
@@ -99,6 +99,9 @@ def test_lanes_rows_and_bands_by_hand() -> None:
     assert lanes.steps == ((1, 0, 120), (2, 120, 260))
     assert lanes.kinds() == ["kernel", "memcpy", "memset", "multi_device", "copy_hidden",
                              "streams_concurrent", "gpu_idle", "step"]
+    # without idle=True (annotate's overlap tracks), no idle bands
+    assert [b.kind for b in build_lanes(two_gpus()).bands] == [
+        "multi_device", "copy_hidden", "streams_concurrent"]
 
 
 def test_payload_is_delta_coded_relative_to_the_window() -> None:
@@ -196,7 +199,7 @@ def test_lanes_for_report_uses_the_report_step_and_devices() -> None:
     lanes = lanes_for_report(report, tl)
 
     assert (lanes.lo, lanes.hi) == (120, 260)
-    assert [x.label for x in lanes.rows()] == ["GPU 1 idle", "GPU 1 · stream 7"]
+    assert [x.label for x in lanes.rows()] == ["GPU 1 · stream 7"]
 
 
 def test_host_lanes_show_the_innermost_event_by_kind() -> None:

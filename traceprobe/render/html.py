@@ -135,7 +135,7 @@ def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline]], *, multi
     """One picture of the traces ``drawn`` ((index, report, timeline) each)."""
     traces, kinds = [], set()
     for i, r, tl in drawn:
-        lanes = lanes_for_report(r, tl)
+        lanes = lanes_for_report(r, tl, idle=True)
         detail = event_detail(tl, (lanes.lo, lanes.hi), devices=[d for d, _ in lanes.devices])
         critical = critical_segments(r, lanes.lo, lanes.hi)
         kinds.update(lanes.kinds())

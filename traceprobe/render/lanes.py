@@ -12,8 +12,8 @@ One :class:`Lane` per (device, stream) holds the activities of each kind (kernel
 communication kernels, copies, memsets) as :class:`~traceprobe.intervals.Spans`.
 :class:`Band` rows hold the overlap the report measures, computed with the same
 metrics functions: time with two or more GPUs busy, copy time hidden under kernels
-(per GPU), time with two or more of a GPU's streams busy, and each GPU's idle time
-(the window minus its busy time). Step boundaries come from the timeline's
+(per GPU), time with two or more of a GPU's streams busy, and (``idle=True``) each
+GPU's idle time (the window minus its busy time). Step boundaries come from the timeline's
 ``ProfilerStep`` windows. With ``hosts=True`` one :class:`HostLane` per host thread
 shows what the thread was doing at each moment: the kind of the innermost event
 running (an op, a runtime call, an annotation, the DataLoader); the PNG draws them,
@@ -310,9 +310,11 @@ def build_lanes(
     width_px: int | None = None,
     max_pieces: int = MAX_PIECES,
     hosts: bool = False,
+    idle: bool = False,
 ) -> Lanes:
     """Lanes, bands and steps of ``timeline`` in ``window`` (default: the whole trace);
-    ``hosts``: also one :class:`HostLane` per host thread.
+    ``hosts``: also one :class:`HostLane` per host thread; ``idle``: also a ``gpu_idle``
+    band per GPU (the HTML page and the PNG draw them).
 
     ``width_px``: merge pieces closer than one pixel of a picture that wide. Without
     it, the finest merge step that keeps the rows under ``max_pieces`` pieces.
@@ -321,7 +323,7 @@ def build_lanes(
         window = timeline.span or (0, 0)
     lo, hi = int(window[0]), int(window[1])
     tl = timeline.window(lo, hi) if hi > lo else timeline
-    exact = _exact(tl, lo, hi, hosts=hosts)
+    exact = _exact(tl, lo, hi, hosts=hosts, idle=idle)
     length = hi - lo
     if length <= 0:
         return exact
@@ -382,7 +384,7 @@ def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple
     return snap(lo), snap(hi)
 
 
-def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False) -> Lanes:
+def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False, idle: bool = False) -> Lanes:
     gpu = tl.gpu
     devices = tl.devices
     names = {d: tl.meta.device_name(d) for d in devices}
@@ -425,7 +427,7 @@ def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False) -> Lanes:
                 np.concatenate([x.starts for x in mine]), np.concatenate([x.ends for x in mine]), 2
             )
             bands.append(_band("streams_concurrent", b.device, conc))
-        if hi > lo:
+        if idle and hi > lo:
             bands.append(_band("gpu_idle", b.device, difference(whole(lo, hi), b.busy)))
 
     steps: tuple[tuple[int, int, int], ...] = ()

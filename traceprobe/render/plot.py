@@ -107,7 +107,7 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
 
     r = report_dict or {}
     # exact (raster needs no budget), with one lane per host thread
-    lanes = lanes_for_report(r, timeline, max_pieces=sys.maxsize, hosts=True)
+    lanes = lanes_for_report(r, timeline, max_pieces=sys.maxsize, hosts=True, idle=True)
     rows = list(lanes.rows())
     headlines = [
         textwrap.wrap(f"• {h}", WRAP, subsequent_indent="   ") or ["•"]
