@@ -25,7 +25,7 @@ LAYERS = [
     {"load"},
     {"metrics"},
     {"report"},
-    {"render", "expect", "compare", "annotate", "tensorboard", "verify", "hta_bridge"},
+    {"render", "expect", "comparison", "annotate", "tensorboard", "verify", "hta_bridge"},
     {"cli"},
 ]
 
@@ -87,7 +87,7 @@ def test_imports_flow_one_way(path: Path) -> None:
 def test_analysis_path_loads_no_torch_at_run_time(tmp_path: Path) -> None:
     code = (
         "import sys, traceprobe.cli.analyze, traceprobe.report, traceprobe.load.pipeline, "
-        "traceprobe.render.html, traceprobe.verify, traceprobe.compare, traceprobe.annotate\n"
+        "traceprobe.render.html, traceprobe.verify, traceprobe.comparison, traceprobe.annotate\n"
         "bad = [m for m in ('torch', 'matplotlib', 'tensorboard') if m in sys.modules]\n"
         "print(bad)\n"
         "sys.exit(1 if bad else 0)\n"

@@ -1,4 +1,4 @@
-"""Tests for traceprobe.compare and `traceprobe compare`.
+"""Tests for traceprobe.comparison and `traceprobe compare`.
 
 GIVEN two hand-made report dicts (a "sequential" A and a "parallel" B with round
 numbers), WHEN compared, THEN speedups, figure rows and the ranked changes are exactly
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from tracebuild import TraceBuilder  # tests/tracebuild.py
 from traceprobe.cli import cli
-from traceprobe.compare import compare, describe_change, format_text
+from traceprobe.comparison import compare, describe_change, format_text
 from traceprobe.errors import UsageError
 
 
