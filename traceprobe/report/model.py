@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # annotations only: the model imports no pandas
     from traceprobe.metrics.overlap import CrossTrace, Overlap, Serial
     from traceprobe.metrics.top import TopKernel, TopOp
 
-SCHEMA = "traceprobe.report/1"
+SCHEMA = "traceprobe.report/1"  # one trace: Report.to_dict()
+MULTI_SCHEMA = "traceprobe.reports/1"  # several traces: MultiReport.to_dict()
 
 Step = int | str | None  # None, a step number (int or digits), or "all"
 
@@ -157,7 +158,7 @@ class MultiReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA,
+            "schema": MULTI_SCHEMA,
             "traces": [r.to_dict() for r in self.reports],
             "cross_trace": plain(self.cross_trace),
         }
