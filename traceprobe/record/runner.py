@@ -11,7 +11,8 @@ For each selected ``(workload, variant)``::
    devices are synchronized) and CUDA-event time per GPU;
 3. ``schedule.steps`` steps under ``torch.profiler.profile`` with that schedule,
    ``prof.step()`` after each; the same timings per step, with the step's phase
-   (wait / warmup / active). Traces go through ``tensorboard_trace_handler``.
+   (wait / warmup / active). Traces go through ``tensorboard_trace_handler``; torch's own
+   log lines from the profiler's start and stop go to ``torch.log`` beside them (``quiet``).
 
 The timing dict (``timing`` in the metadata)::
 
@@ -46,7 +47,7 @@ import torch
 from tqdm import tqdm
 
 from traceprobe.errors import RecordError
-from traceprobe.record import devices, meta, registry, staging, workloads
+from traceprobe.record import devices, meta, quiet, registry, staging, workloads
 from traceprobe.record.registry import Schedule, WorkloadSpec
 
 Echo = Callable[[str], None]
@@ -128,7 +129,8 @@ def measure(
     with warnings.catch_warnings():
         # torch >= 2.5 warns on every profiler with a schedule; we export each cycle ourselves.
         warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle")
-        with torch.profiler.profile(
+        log = trace_dir / quiet.LOG_NAME  # torch's own lines, off the console (record/quiet.py)
+        profiler = torch.profiler.profile(
             activities=activities,
             schedule=torch.profiler.schedule(
                 wait=schedule.wait,
@@ -142,7 +144,8 @@ def measure(
             record_shapes=options.record_shapes,
             profile_memory=options.profile_memory,
             with_stack=options.with_stack,
-        ) as prof:
+        )
+        with quiet.quietly(profiler, log) as prof:
             for i in range(schedule.steps):
                 phase = phase_of(i, schedule)
                 start = time.perf_counter()
@@ -151,8 +154,10 @@ def measure(
                     first_active = start if first_active is None else first_active
                     last_active_end = start + wall
                 rows.append({"index": i, "phase": phase, "wall_s": wall, "cuda_event_ms": ev})
-                prof.step()
+                with quiet.to_log(log):
+                    prof.step()
                 tick(1)
+        quiet.drop_if_empty(log)
 
     active = [r for r in rows if r["phase"] == "active"]
     active_wall = [r["wall_s"] for r in active]
