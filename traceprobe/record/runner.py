@@ -11,8 +11,8 @@ For each selected ``(workload, variant)``::
    devices are synchronized) and CUDA-event time per GPU;
 3. ``schedule.steps`` steps under ``torch.profiler.profile`` with that schedule,
    ``prof.step()`` after each; the same timings per step, with the step's phase
-   (wait / warmup / active). Traces go through ``tensorboard_trace_handler``; torch's own
-   log lines from the profiler's start and stop go to ``torch.log`` beside them (``quiet``).
+   (wait / warmup / active). Traces go through ``tensorboard_trace_handler``; whatever torch
+   writes to the console meanwhile (its C++ log lines) goes to ``torch.log`` beside them.
 
 The timing dict (``timing`` in the metadata)::
 
@@ -33,7 +33,6 @@ import re
 import signal
 import socket
 import statistics
-import sys
 import threading
 import time
 import warnings
@@ -126,11 +125,11 @@ def measure(
     rows: list[dict[str, Any]] = []
     first_active: float | None = None
     last_active_end = 0.0
-    with warnings.catch_warnings():
+    log = trace_dir / quiet.LOG_NAME  # torch's own lines, off the console (record/quiet.py)
+    with quiet.to_log(log), warnings.catch_warnings():
         # torch >= 2.5 warns on every profiler with a schedule; we export each cycle ourselves.
         warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle")
-        log = trace_dir / quiet.LOG_NAME  # torch's own lines, off the console (record/quiet.py)
-        profiler = torch.profiler.profile(
+        with torch.profiler.profile(
             activities=activities,
             schedule=torch.profiler.schedule(
                 wait=schedule.wait,
@@ -144,8 +143,7 @@ def measure(
             record_shapes=options.record_shapes,
             profile_memory=options.profile_memory,
             with_stack=options.with_stack,
-        )
-        with quiet.quietly(profiler, log) as prof:
+        ) as prof:
             for i in range(schedule.steps):
                 phase = phase_of(i, schedule)
                 start = time.perf_counter()
@@ -154,10 +152,9 @@ def measure(
                     first_active = start if first_active is None else first_active
                     last_active_end = start + wall
                 rows.append({"index": i, "phase": phase, "wall_s": wall, "cuda_event_ms": ev})
-                with quiet.to_log(log):
-                    prof.step()
-                tick(1)
-        quiet.drop_if_empty(log)
+                prof.step()
+                tick(1)  # the bar writes to the console itself (quiet.console), not to the log
+    quiet.drop_if_empty(log)
 
     active = [r for r in rows if r["phase"] == "active"]
     active_wall = [r["wall_s"] for r in active]
@@ -259,11 +256,12 @@ def record_variant(
     t0 = time.perf_counter()
     with (
         staging.staged(out / spec.name / variant) as tmp,
+        quiet.console() as console,
         tqdm(
             total=total,
             desc=f"{spec.name}/{variant}",
             unit="step",
-            file=sys.stderr,
+            file=console,
             disable=not progress,
             leave=False,
         ) as bar,
