@@ -190,7 +190,7 @@ def test_zero_span_gives_no_speedup() -> None:
 
 def test_several_traces_report_is_refused() -> None:
     with pytest.raises(UsageError, match="report B holds several traces"):
-        compare(sequential(), {"schema": "traceprobe.report/1", "traces": []})
+        compare(sequential(), {"schema": "traceprobe.reports/1", "traces": []})
 
 
 def test_text_rendering() -> None:
