@@ -54,7 +54,7 @@ def test_reprs_say_counts_and_span_not_every_row(tl) -> None:
     assert "<table>" in html and "hand.json" in html and "0.040 ms" in html
     text = repr(traceprobe.analyze(tl))
     assert text.startswith("Report of hand.json (kineto)\n  window 0.040 ms (the whole trace);"
-                           " GPU span 0.030 ms; GPUs 0\n  2 kernels, 1 memcpy, 0 memsets,")
+                           " GPU span 0.030 ms; GPU 0\n  2 kernels, 1 memcpy, 0 memsets,")
     assert len(text.splitlines()) < 15
 
 

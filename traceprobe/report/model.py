@@ -116,11 +116,12 @@ class Report:
         c = self.counts
         step = self.window.step
         where = "the whole trace" if step is None else f"ProfilerStep#{step}"
-        gpus = ", ".join(str(d.device) for d in self.devices) or "none"
+        gpus = ("GPUs " if len(self.devices) > 1 else "GPU ") + (
+            ", ".join(str(d.device) for d in self.devices) or "none")
         lines = [
             f"Report of {self.trace} ({self.format})",
             f"  window {_ms(self.span_ns)} ({where}); GPU span {_ms(self.gpu_span_ns)};"
-            f" GPUs {gpus}",
+            f" {gpus}",
             f"  {_n(c.kernels, 'kernel')}, {_n(c.memcpys, 'memcpy')}, {_n(c.memsets, 'memset')},"
             f" {_n(c.cpu_ops, 'CPU op')}, {_n(c.runtime_calls, 'runtime call')},"
             f" {_n(c.steps, 'step')}",
