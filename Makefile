@@ -1,12 +1,14 @@
 # The two commands of the README:
-#   make demo   record the experiments on whatever devices exist, then verify and analyze them
+#   make demo   record the experiments on whatever devices exist, verify them, and show the
+#               verdicts beside the committed GPU ones (sample_traces/verdicts-h200x2.json)
 #   make test   run the test suite
-# Both set everything up first (scripts/bootstrap.sh: ./.venv, packages, chromium).
+# Both set everything up first (scripts/bootstrap.sh: ./.venv and packages; for `make test` also
+# chromium, for the browser test; the demo needs no browser).
 VENV := .venv
 BIN := $(VENV)/bin
 OUT ?= traceprobe-out
 
-.PHONY: setup demo test lint bench bench-scale clean
+.PHONY: setup setup-demo demo demo-steps test lint bench bench-scale clean
 
 BENCH_TRACE ?= bench/transformer-h200.pt.trace.json.gz
 BENCH_RUNS ?= 5
@@ -15,10 +17,19 @@ BENCH_SCALE ?= 1,2,4,8,13
 setup:
 	@bash scripts/bootstrap.sh
 
-demo: setup
-	$(BIN)/traceprobe record --out $(OUT) --force
+setup-demo:
+	@bash scripts/bootstrap.sh --no-browser
+
+# DEMO_RECORD: which experiments (default all); tests/test_demo.py runs demo-steps with a few.
+DEMO_RECORD ?=
+
+demo: setup-demo
+	@$(MAKE) --no-print-directory demo-steps
+
+demo-steps:
+	$(BIN)/traceprobe record $(DEMO_RECORD) --out $(OUT) --force
 	$(BIN)/traceprobe verify $(OUT)
-	$(BIN)/traceprobe analyze $(OUT)/two-devices/parallel
+	$(BIN)/python scripts/demo.py $(OUT)
 
 test: setup
 	@$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc

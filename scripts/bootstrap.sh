@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Set up everything traceprobe needs, from nothing, into ./.venv (idempotent).
 #   - Python packages: traceprobe (editable) with all extras, and torch (CPU build).
-#   - Debian's chromium for the HTML-report browser test (only when run as root with apt).
+#   - Debian's chromium for the HTML-report browser test (only when run as root with apt);
+#     --no-browser (what `make demo` passes) skips it: only `make test` needs a browser.
 set -euo pipefail
+browser=1
+for arg in "$@"; do
+    case "$arg" in
+        --no-browser) browser=0 ;;
+        *) echo "bootstrap: unknown option $arg (known: --no-browser)" >&2; exit 2 ;;
+    esac
+done
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=.venv
@@ -11,6 +19,8 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt "$stamp" ]; then
+    echo "bootstrap: installing into ./.venv: traceprobe (editable) with every extra (record:" \
+         "torch; plot, tensorboard, hta, fast, test, dev); this takes a few minutes the first time"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     # torch 2.13.0 is the CPU build available offline on these machines; a GPU machine may
     # already have torch: pip keeps an installed torch that satisfies traceprobe[record].
@@ -22,8 +32,10 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt
     "$VENV/bin/python" -m compileall -q traceprobe >/dev/null || true
     touch "$stamp"
 fi
-if ! command -v chromium >/dev/null 2>&1; then
+if [ "$browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: installing Debian's chromium (apt-get, as root): the test suite opens the" \
+             "HTML report in it (tests/test_html.py); nothing else uses it"
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
             || echo "bootstrap: could not install chromium; the browser test will skip" >&2
     else

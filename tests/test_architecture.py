@@ -1,8 +1,9 @@
-"""The shape of the code, checked: one direction of flow, no torch in the analysis, every
-command documented.
+"""The shape of the code, checked: one direction of flow, no import circles, no torch (nor
+click) in the analysis, every command documented.
 
-load (reader, kineto, loader) -> timeline -> metrics -> report -> render -> cli;
-record is a separate wing that writes traces.
+load -> timeline -> metrics -> report -> render -> cli; record is a separate wing that writes
+traces. The checker (module_graph, import_cycles, layer_violations) reads any copy of the
+package, and is shown to catch a circle and an upward import in a deliberately broken copy.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ LAYERS = [
     {"load"},
     {"metrics"},
     {"report"},
-    {"render", "expect", "compare", "annotate", "tensorboard", "verify", "hta_bridge"},
+    {"render", "expect", "comparison", "annotate", "tensorboard", "verify", "hta_bridge"},
     {"cli"},
 ]
 
@@ -87,7 +88,7 @@ def test_imports_flow_one_way(path: Path) -> None:
 def test_analysis_path_loads_no_torch_at_run_time(tmp_path: Path) -> None:
     code = (
         "import sys, traceprobe.cli.analyze, traceprobe.report, traceprobe.load.pipeline, "
-        "traceprobe.render.html, traceprobe.verify, traceprobe.compare, traceprobe.annotate\n"
+        "traceprobe.render.html, traceprobe.verify, traceprobe.comparison, traceprobe.annotate\n"
         "bad = [m for m in ('torch', 'matplotlib', 'tensorboard') if m in sys.modules]\n"
         "print(bad)\n"
         "sys.exit(1 if bad else 0)\n"
@@ -106,3 +107,189 @@ def test_every_command_has_help_with_an_example_and_is_in_the_readme(name: str) 
     assert result.exit_code == 0, result.output
     assert "Example" in result.output
     assert f"traceprobe {name}" in README.read_text(), f"README does not show `traceprobe {name}`"
+
+
+# ----------------------------------------------------------------------------- the checker
+# A module graph of any copy of the package (so a deliberately broken copy can prove the checks
+# fail), with every import the file holds: top-level, inside functions, relative. Only the
+# imports under ``if TYPE_CHECKING:`` are left out: they never run, so they cannot close a circle.
+
+
+def _dotted(pkg: Path, path: Path) -> str:
+    parts = [pkg.name, *path.relative_to(pkg).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _run_time_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    out: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def module_graph(pkg: Path) -> dict[str, set[str]]:
+    """Each module of the package at ``pkg`` -> the package's modules it imports."""
+    files = {_dotted(pkg, p): p for p in sorted(pkg.rglob("*.py"))}
+
+    def resolve(name: str) -> str | None:  # the longest prefix that is one of our modules
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            if ".".join(parts[:i]) in files:
+                return ".".join(parts[:i])
+        return None
+
+    graph: dict[str, set[str]] = {}
+    for mod, path in files.items():
+        here = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        targets: set[str | None] = set()
+        for node in _run_time_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(resolve(a.name) for a in node.names)
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets.update(resolve(f"{base}.{a.name}") for a in node.names)
+        graph[mod] = {t for t in targets if t is not None and t != mod}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle of imports, one per strongly connected group, as a path ``a -> b -> a``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def connect(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    cycles = []
+    for group in groups:  # walk one circle inside the group, from its first module
+        start = min(group)
+        path, seen = [start], {start}
+        while True:
+            nxt = min(w for w in graph[path[-1]] if w in group)
+            if nxt in seen:
+                cycles.append(path[path.index(nxt):] + [nxt])
+                break
+            path.append(nxt)
+            seen.add(nxt)
+    return cycles
+
+
+def _part(pkg: Path, module: str) -> str | None:
+    """The top-level part of the package a module belongs to (``load``, ``cli``...)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def part_graph(pkg: Path) -> dict[str, set[str]]:
+    """The same graph between the package's parts (``load``, ``report``...); root glue left out."""
+    out: dict[str, set[str]] = {}
+    for mod, targets in module_graph(pkg).items():
+        mine = _part(pkg, mod)
+        if mine is None:
+            continue
+        theirs = {_part(pkg, t) for t in targets} - {mine, None}
+        out.setdefault(mine, set()).update(t for t in theirs if t is not None)
+    return out
+
+
+def layer_violations(pkg: Path) -> list[str]:
+    """Imports that go up the LAYERS, and torch or click imported below the CLI/record wing."""
+    bad = []
+    for mod, targets in module_graph(pkg).items():
+        mine = _part(pkg, mod)
+        if mine is None:
+            continue
+        for t in targets:
+            theirs = _part(pkg, t)
+            lm, lt = _layer(mine), _layer(theirs) if theirs else None
+            if lm is not None and lt is not None and lt > lm:
+                bad.append(f"{mod} (layer {lm}) imports {t} (layer {lt})")
+    for path in sorted(pkg.rglob("*.py")):
+        mod = _dotted(pkg, path)
+        if _part(pkg, mod) in ("cli", "record"):
+            continue
+        for node in _run_time_imports(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if node.level == 0 else [])
+            for name in names:
+                if name.split(".")[0] in ("torch", "click"):
+                    bad.append(f"{mod} imports {name} (only cli/ and record/ may)")
+    return bad
+
+
+def test_the_package_has_no_import_circles() -> None:
+    assert import_cycles(module_graph(PKG)) == []
+    assert import_cycles(part_graph(PKG)) == []
+
+
+def test_the_package_imports_flow_down_the_layers() -> None:
+    assert layer_violations(PKG) == []
+
+
+def test_the_checker_catches_a_circle_an_upward_import_and_click_below_the_cli(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    broken = tmp_path / "traceprobe"
+    shutil.copytree(PKG, broken, ignore=shutil.ignore_patterns("__pycache__"))
+    assert import_cycles(module_graph(broken)) == [] and layer_violations(broken) == []
+
+    def inject(rel: str, code: str) -> None:
+        path = broken / rel
+        path.write_text(path.read_text() + "\n\n" + code + "\n")
+
+    # a circle closed by a function-level, relative import: tables -> units -> tables
+    inject("render/units.py", "def _late():\n    from . import tables\n    return tables")
+    # an upward import inside a function: load reads the report
+    inject("load/read.py", "def _up():\n    from traceprobe.report.build import analyze\n"
+                           "    return analyze")
+    # a circle between two parts of the package: intervals (layer 0) <-> timeline
+    inject("intervals.py", "def _tl():\n    import traceprobe.timeline\n")
+    inject("timeline.py", "def _iv():\n    from traceprobe import intervals\n")
+    inject("metrics/top.py", "import click")
+
+    cycles = import_cycles(module_graph(broken))
+    assert any({"traceprobe.render.tables", "traceprobe.render.units"} <= set(c)
+               and c[0] == c[-1] for c in cycles), cycles
+    assert ["traceprobe.intervals", "traceprobe.timeline", "traceprobe.intervals"] in cycles
+    # between parts: the two above, and load -> report -> load closed by the upward import
+    assert sorted(import_cycles(part_graph(broken))) == [
+        ["intervals", "timeline", "intervals"], ["load", "report", "load"]]
+    bad = layer_violations(broken)
+    assert "traceprobe.load.read (layer 1) imports traceprobe.report.build (layer 3)" in bad
+    assert "traceprobe.metrics.top imports click (only cli/ and record/ may)" in bad

@@ -225,6 +225,8 @@ def test_several_traces(tiny, tmp_path):
     other = tiny_trace(tmp_path / "rank1.pt.trace.json.gz")
     r = json.loads(run("analyze", tiny, other, "-f", "json", "--jobs", "1").stdout)
     assert list(r) == ["schema", "traces", "cross_trace"]
+    assert r["schema"] == "traceprobe.reports/1"  # its own name: not one trace's shape
+    assert {t["schema"] for t in r["traces"]} == {"traceprobe.report/1"}
     assert [t["trace"] for t in r["traces"]] == [str(tiny), str(other)]  # in the order given
     pairs = r["cross_trace"]["pairs"]
     same = next(p for p in pairs if p["a"]["device"] == 0 and p["b"]["device"] == 0)

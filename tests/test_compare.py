@@ -1,4 +1,4 @@
-"""Tests for traceprobe.compare and `traceprobe compare`.
+"""Tests for traceprobe.comparison and `traceprobe compare`.
 
 GIVEN two hand-made report dicts (a "sequential" A and a "parallel" B with round
 numbers), WHEN compared, THEN speedups, figure rows and the ranked changes are exactly
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from tracebuild import TraceBuilder  # tests/tracebuild.py
 from traceprobe.cli import cli
-from traceprobe.compare import compare, describe_change, format_text
+from traceprobe.comparison import compare, describe_change, format_text
 from traceprobe.errors import UsageError
 
 
@@ -190,7 +190,7 @@ def test_zero_span_gives_no_speedup() -> None:
 
 def test_several_traces_report_is_refused() -> None:
     with pytest.raises(UsageError, match="report B holds several traces"):
-        compare(sequential(), {"schema": "traceprobe.report/1", "traces": []})
+        compare(sequential(), {"schema": "traceprobe.reports/1", "traces": []})
 
 
 def test_text_rendering() -> None:

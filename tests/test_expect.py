@@ -266,7 +266,7 @@ def test_no_gpu_activity() -> None:
 
 def test_a_several_traces_report_is_refused() -> None:
     with pytest.raises(UsageError, match="one trace's report"):
-        expect.evaluate({"schema": "traceprobe.report/1", "traces": []}, ["span_us > 0"])
+        expect.evaluate({"schema": "traceprobe.reports/1", "traces": []}, ["span_us > 0"])
 
 
 def test_evaluate_does_not_modify_the_report() -> None:

@@ -288,7 +288,7 @@ def test_render_signature_without_timelines() -> None:
     r = report_for(two_gpus())
     html = render(r, top=3)
     assert html.startswith("<!DOCTYPE html>") and 'class="tp-timeline"' not in html
-    multi = {"schema": "traceprobe.report/1", "traces": [r, r], "cross_trace": None}
+    multi = {"schema": "traceprobe.reports/1", "traces": [r, r], "cross_trace": None}
     assert render_html(multi).count('<section class="tp-trace"') == 2
 
 

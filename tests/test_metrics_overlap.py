@@ -141,7 +141,7 @@ def test_cross_trace_pairs_and_skips_disjoint_windows() -> None:
     assert rows == [((0, 0), (1, 1), 5, 25, 0.2), ((0, 0), (1, 2), 2, 10, 0.2)]
     assert [s.traces for s in m.cross_trace.skipped] == [(0, 2), (1, 2)]
     d = m.to_dict()
-    assert d["schema"] == "traceprobe.report/1"
+    assert d["schema"] == "traceprobe.reports/1"
     assert [t["trace"] for t in d["traces"]] == ["r0.json", "r1.json", "r2.json"]
     assert d["cross_trace"]["pairs"][0] == {
         "a": {"trace": 0, "device": 0},

@@ -179,7 +179,7 @@ def make_multi() -> dict[str, Any]:
     r1["trace"] = "runs/rank1.pt.trace.json.gz"
     r1["rank"] = 1
     return {
-        "schema": "traceprobe.report/1",
+        "schema": "traceprobe.reports/1",
         "traces": [r0, r1],
         "cross_trace": {
             "pairs": [
@@ -518,7 +518,7 @@ def test_as_dict_accepts_objects_and_lists():
     r = make_report()
     assert as_dict(FakeReport(r)) == r
     multi = as_dict([FakeReport(r), r])
-    assert multi["schema"] == "traceprobe.report/1" and len(multi["traces"]) == 2
+    assert multi["schema"] == "traceprobe.reports/1" and len(multi["traces"]) == 2
     assert "Across traces" not in render(multi, "text")
     with pytest.raises(TypeError):
         as_dict(3)

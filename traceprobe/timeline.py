@@ -181,6 +181,38 @@ class Timeline:
         keep = self.gpu["device"].isin(devices)
         return replace(self, gpu=self.gpu[keep])
 
+    def __repr__(self) -> str:
+        """Counts and span, not the frames (two lines)."""
+        return f"Timeline of {self.source} ({self.meta.format})\n  {self._summary()}"
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks: the counts and span, then the frames' names."""
+        from html import escape
+
+        rows = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(v)}</td></tr>"
+                       for k, v in self._facts())
+        return (f"<div><b>Timeline</b> <code>{escape(self.source)}</code>"
+                f"<table>{rows}</table>"
+                "<small>frames: .gpu .kernels .copies .memsets .cpu .steps; .meta</small></div>")
+
+    def _facts(self) -> list[tuple[str, str]]:
+        kinds = self.gpu["kind"].value_counts() if not self.gpu.empty else {}
+        span = self.span
+        return [
+            ("format", self.meta.format),
+            ("GPUs", ", ".join(map(str, self.devices)) or "none"),
+            ("GPU activities", ", ".join(_n(int(kinds.get(k, 0)), k) for k in GPU_KINDS)),
+            ("CPU events", str(len(self.cpu))),
+            ("steps", str(len(self.steps))),
+            ("span", "empty" if span is None else f"{(span[1] - span[0]) / 1e6:.3f} ms"),
+        ]
+
+    def _summary(self) -> str:
+        facts = dict(self._facts())
+        gpus = f"GPU{'s' if len(self.devices) > 1 else ''} {facts['GPUs']}"
+        return (f"{facts['GPU activities']} on {gpus}; {_n(len(self.cpu), 'CPU event')};"
+                f" steps {facts['steps']}; span {facts['span']}")
+
     def check(self) -> None:
         """Assert the model's invariants; raises AssertionError with what broke."""
         for name, df, cols in (
@@ -204,6 +236,10 @@ class Timeline:
         if len(self.steps) > 1:
             s = self.steps.sort_values("start")
             assert (s["start"].to_numpy()[1:] >= s["end"].to_numpy()[:-1]).all(), "steps overlap"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _clip_frame(df: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:

@@ -8,6 +8,7 @@ message on stderr and the error's exit code here, and nowhere else.
 
 from __future__ import annotations
 
+import difflib
 import gc
 import importlib
 import sys
@@ -26,19 +27,35 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),
 }
 
+# other spellings accepted for a command (not listed as commands of their own)
+ALIASES: dict[str, str] = {"analyse": "analyze"}
+
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        name = ALIASES.get(name, name)
         if name not in COMMANDS:
             return None
         module, attr, _ = COMMANDS[name]
         return getattr(importlib.import_module(module), attr)
 
+    def resolve_command(  # type: ignore[override]
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and ALIASES.get(name, name) not in COMMANDS:
+            close = difflib.get_close_matches(name, [*COMMANDS, *ALIASES], n=1, cutoff=0.5)
+            hint = f" Did you mean '{ALIASES.get(close[0], close[0])}'?" if close else ""
+            ctx.fail(f"No such command '{name}'.{hint}")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        also = {c: a for a, c in ALIASES.items()}
+        rows = [(f"{name}, {also[name]}" if name in also else name, COMMANDS[name][2])
+                for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

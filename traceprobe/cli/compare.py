@@ -1,7 +1,7 @@
 """`traceprobe compare`: two traces side by side.
 
 Thin: resolve the two traces, analyse each, hand the report dicts to
-:func:`traceprobe.compare.compare`, render (text or JSON) and write through
+:func:`traceprobe.comparison.compare`, render (text or JSON) and write through
 :mod:`traceprobe.output`.
 """
 
@@ -60,8 +60,8 @@ def compare(
         4  the output exists (use --force) or cannot be written
     """
     from traceprobe import report as rp
-    from traceprobe.compare import compare as compare_reports
-    from traceprobe.compare import format_text
+    from traceprobe.comparison import compare as compare_reports
+    from traceprobe.comparison import format_text
     from traceprobe.load import pipeline as loader
 
     fmt = fmt or ("json" if Path(output_path).suffix.lower() == ".json" else "text")

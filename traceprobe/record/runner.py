@@ -11,7 +11,8 @@ For each selected ``(workload, variant)``::
    devices are synchronized) and CUDA-event time per GPU;
 3. ``schedule.steps`` steps under ``torch.profiler.profile`` with that schedule,
    ``prof.step()`` after each; the same timings per step, with the step's phase
-   (wait / warmup / active). Traces go through ``tensorboard_trace_handler``.
+   (wait / warmup / active). Traces go through ``tensorboard_trace_handler``; whatever torch
+   writes to the console meanwhile (its C++ log lines) goes to ``torch.log`` beside them.
 
 The timing dict (``timing`` in the metadata)::
 
@@ -32,7 +33,6 @@ import re
 import signal
 import socket
 import statistics
-import sys
 import threading
 import time
 import warnings
@@ -46,7 +46,7 @@ import torch
 from tqdm import tqdm
 
 from traceprobe.errors import RecordError
-from traceprobe.record import devices, meta, registry, staging, workloads
+from traceprobe.record import devices, meta, quiet, registry, staging, workloads
 from traceprobe.record.registry import Schedule, WorkloadSpec
 
 Echo = Callable[[str], None]
@@ -125,7 +125,8 @@ def measure(
     rows: list[dict[str, Any]] = []
     first_active: float | None = None
     last_active_end = 0.0
-    with warnings.catch_warnings():
+    log = trace_dir / quiet.LOG_NAME  # torch's own lines, off the console (record/quiet.py)
+    with quiet.to_log(log), warnings.catch_warnings():
         # torch >= 2.5 warns on every profiler with a schedule; we export each cycle ourselves.
         warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle")
         with torch.profiler.profile(
@@ -152,7 +153,8 @@ def measure(
                     last_active_end = start + wall
                 rows.append({"index": i, "phase": phase, "wall_s": wall, "cuda_event_ms": ev})
                 prof.step()
-                tick(1)
+                tick(1)  # the bar writes to the console itself (quiet.console), not to the log
+    quiet.drop_if_empty(log)
 
     active = [r for r in rows if r["phase"] == "active"]
     active_wall = [r["wall_s"] for r in active]
@@ -254,11 +256,12 @@ def record_variant(
     t0 = time.perf_counter()
     with (
         staging.staged(out / spec.name / variant) as tmp,
+        quiet.console() as console,
         tqdm(
             total=total,
             desc=f"{spec.name}/{variant}",
             unit="step",
-            file=sys.stderr,
+            file=console,
             disable=not progress,
             leave=False,
         ) as bar,

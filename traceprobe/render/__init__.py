@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from traceprobe.errors import UsageError
-
-SCHEMA = "traceprobe.report/1"
+from traceprobe.report.model import MULTI_SCHEMA
 
 Renderer = Callable[..., str]
 
@@ -70,5 +69,5 @@ def as_dict(report: Any) -> dict[str, Any]:
     if callable(to_dict):
         return as_dict(to_dict())
     if isinstance(report, Sequence) and not isinstance(report, (str, bytes)):
-        return {"schema": SCHEMA, "traces": [as_dict(r) for r in report], "cross_trace": None}
+        return {"schema": MULTI_SCHEMA, "traces": [as_dict(r) for r in report], "cross_trace": None}
     raise TypeError(f"not a report: {type(report).__name__}")

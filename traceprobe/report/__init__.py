@@ -16,12 +16,22 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from traceprobe.report.model import SCHEMA, Counts, MultiReport, Report, Step, Window, plain
+from traceprobe.report.model import (
+    MULTI_SCHEMA,
+    SCHEMA,
+    Counts,
+    MultiReport,
+    Report,
+    Step,
+    Window,
+    plain,
+)
 
 if TYPE_CHECKING:
     from traceprobe.timeline import Timeline
 
 __all__ = [
+    "MULTI_SCHEMA",
     "SCHEMA",
     "Counts",
     "MultiReport",

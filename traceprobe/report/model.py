@@ -12,12 +12,15 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the model imports no pandas
+    import pandas as pd
+
     from traceprobe.metrics.devices import DeviceBusy, StreamBusy
     from traceprobe.metrics.host import Host
     from traceprobe.metrics.overlap import CrossTrace, Overlap, Serial
     from traceprobe.metrics.top import TopKernel, TopOp
 
-SCHEMA = "traceprobe.report/1"
+SCHEMA = "traceprobe.report/1"  # one trace: Report.to_dict()
+MULTI_SCHEMA = "traceprobe.reports/1"  # several traces: MultiReport.to_dict()
 
 Step = int | str | None  # None, a step number (int or digits), or "all"
 
@@ -66,6 +69,69 @@ class Report:
                 return d
         raise KeyError(device)
 
+    # -- DataFrame views: the JSON's rows, same column names and units (µs); pandas on call
+
+    def devices_frame(self) -> pd.DataFrame:
+        """One row per GPU: ``busy_us``, ``utilization``... (the JSON's ``devices``)."""
+        return _frame(self.to_dict()["devices"])
+
+    def streams_frame(self) -> pd.DataFrame:
+        """One row per (GPU, stream): ``busy_us``, ``kernels``... (``streams``)."""
+        return _frame(self.to_dict()["streams"])
+
+    def copies_frame(self) -> pd.DataFrame:
+        """Copies against compute per GPU and direction (``overlap.copy_compute``)."""
+        return _frame(self.to_dict()["overlap"]["copy_compute"])
+
+    def cross_device_frame(self) -> pd.DataFrame:
+        """Each pair of GPUs: ``overlap_us``, ``fraction_of_either``... (cross_device)."""
+        return _frame(self.to_dict()["overlap"]["cross_device"])
+
+    def stream_overlap_frame(self) -> pd.DataFrame:
+        """Streams busy at once per GPU: ``concurrent_us``, ``max_concurrent``..."""
+        return _frame(self.to_dict()["overlap"]["streams"])
+
+    def kernel_gaps_frame(self) -> pd.DataFrame:
+        """Waits between a stream's kernels, ``launch_bound`` (``host.kernel_gaps``)."""
+        return _frame(self.to_dict()["host"]["kernel_gaps"])
+
+    def top_kernels_frame(self) -> pd.DataFrame:
+        """The kernels that took the most GPU time (``top_kernels``)."""
+        return _frame(self.to_dict()["top_kernels"])
+
+    def top_ops_frame(self) -> pd.DataFrame:
+        """The CPU ops that took the most host time (``top_ops``)."""
+        return _frame(self.to_dict()["top_ops"])
+
+    def steps_frame(self) -> pd.DataFrame:
+        """One row per ProfilerStep sub-report (``--step all``): window, spans, counts."""
+        rows = []
+        for s in self.to_dict()["steps"]:
+            rows.append({"step": s["window"]["step"], "start_us": s["window"]["start_us"],
+                         "end_us": s["window"]["end_us"], "span_us": s["span_us"],
+                         "gpu_span_us": s["gpu_span_us"], **s["counts"]})
+        return _frame(rows, ["step", "start_us", "end_us", "span_us", "gpu_span_us"])
+
+    def __repr__(self) -> str:
+        c = self.counts
+        step = self.window.step
+        where = "the whole trace" if step is None else f"ProfilerStep#{step}"
+        gpus = ("GPUs " if len(self.devices) > 1 else "GPU ") + (
+            ", ".join(str(d.device) for d in self.devices) or "none")
+        lines = [
+            f"Report of {self.trace} ({self.format})",
+            f"  window {_ms(self.span_ns)} ({where}); GPU span {_ms(self.gpu_span_ns)};"
+            f" {gpus}",
+            f"  {_n(c.kernels, 'kernel')}, {_n(c.memcpys, 'memcpy')}, {_n(c.memsets, 'memset')},"
+            f" {_n(c.cpu_ops, 'CPU op')}, {_n(c.runtime_calls, 'runtime call')},"
+            f" {_n(c.steps, 'step')}",
+            *(f"  * {h}" for h in self.headlines),
+        ]
+        if self.steps:
+            lines.append(f"  + {_n(len(self.steps), 'step report')} (.steps, .steps_frame())")
+        lines.append("  .to_dict(), .devices_frame(), .streams_frame(), .copies_frame(), ...")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         """Exactly the ``traceprobe.report/1`` object (times in µs, None for undefined figures)."""
         out: dict[str, Any] = {"schema": SCHEMA, **plain(self)}
@@ -83,12 +149,34 @@ class MultiReport:
     reports: tuple[Report, ...]
     cross_trace: CrossTrace
 
+    def __repr__(self) -> str:
+        lines = [f"MultiReport of {_n(len(self.reports), 'trace')} (.reports, .to_dict())"]
+        for r in self.reports:
+            rank = "" if r.rank is None else f" rank {r.rank}"
+            lines.append(f"  {r.trace}{rank}: window {_ms(r.span_ns)},"
+                         f" GPUs {', '.join(str(d.device) for d in r.devices) or 'none'}")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA,
+            "schema": MULTI_SCHEMA,
             "traces": [r.to_dict() for r in self.reports],
             "cross_trace": plain(self.cross_trace),
         }
+
+
+def _frame(rows: list[dict[str, Any]], columns: list[str] | None = None) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns) if not rows else pd.DataFrame(rows)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:.3f} ms" if ns < 10**7 else f"{ns / 1e6:.1f} ms"
 
 
 def plain(value: Any) -> Any:
