@@ -23,7 +23,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 LAYERS = [
     {"errors", "intervals", "timeline", "output"},
     {"load"},
-    {"metrics"},
+    {"metrics", "graph"},
     {"report"},
     {"render", "expect", "compare", "annotate", "tensorboard", "verify", "hta_bridge"},
     {"cli"},
