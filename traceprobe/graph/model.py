@@ -114,7 +114,8 @@ def build(tl: Timeline) -> Graph:
     gpu = tl.gpu.reset_index(drop=True)
     nh, nm, ng = len(host), len(marks), len(gpu)
     n = nh + nm + ng
-    ntype = np.concatenate([np.full(nh, HOST), np.full(nm, MARK), np.full(ng, GPU)]).astype(np.int8)
+    ntype = np.concatenate([np.full(nh, HOST), np.full(nm, MARK), np.full(ng, GPU)])
+    ntype = ntype.astype(np.int8)
     start = np.concatenate([host["start"], marks["start"], gpu["start"]]).astype(np.int64)
     end = np.concatenate([host["end"], marks["start"], gpu["end"]]).astype(np.int64)
     name = np.concatenate(
@@ -133,8 +134,10 @@ def build(tl: Timeline) -> Graph:
             j = index[k] = len(lanes)
             lanes.append(k)
         lane[i] = j
-    # order: measured start; host before GPU at a tie (a launch precedes its op)
-    order = np.lexsort((np.arange(n), ntype, start))
+    # order: measured start; at a tie step markers first (a call at a step's start is in
+    # the step), then host calls, then GPU ops (a launch precedes its op)
+    tie = np.choose(ntype, [1, 0, 2])
+    order = np.lexsort((np.arange(n), tie, start))
     ntype, start, end, name, lane = ntype[order], start[order], end[order], name[order], lane[order]
     pos = np.empty(n, np.int64)
     pos[order] = np.arange(n)

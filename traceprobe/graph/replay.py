@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from traceprobe.graph.model import GPU, HOST, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph, resource_prev
+from traceprobe.graph.model import GPU, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph, resource_prev
 from traceprobe.graph.model import stream_prev as _stream_prev
 
 END, START = 0, 1
@@ -103,8 +103,8 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
             on = lch[p.lane[lch] == ln]
             on = on[np.argsort(g.launch[on], kind="stable")]
             k = np.searchsorted(g.launch[on], dev) - 1
-            has = k >= 0
-            add(dev[has], on[k[has]], END, g.post[dev[has]], C_WAIT, True)
+            hit = k >= 0
+            add(dev[hit], on[k[hit]], END, g.post[dev[hit]], C_WAIT, True)
     cols = [np.concatenate([q[j] for q in parts]) for j in range(6)]
     return tuple(cols)
 

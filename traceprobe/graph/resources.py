@@ -53,7 +53,8 @@ def resident_blocks(
 
 
 def fills_gpu(gpu: pd.DataFrame, device_properties: Sequence[dict[str, Any]]) -> np.ndarray:
-    """One bool per row of ``gpu``: a kernel whose grid is at least the device's resident capacity."""
+    """One bool per row of ``gpu``: a kernel whose grid is at least the device's resident
+    capacity."""
     n = len(gpu)
     out = np.zeros(n, bool)
     if n == 0 or "grid_blocks" not in gpu.columns:

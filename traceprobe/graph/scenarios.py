@@ -23,8 +23,8 @@ the order given.
 ``kernels:REGEX=F``
     Kernels whose name matches REGEX (``re.search``) run F times faster.
 ``spread:REGEX=N``
-    Kernels matching REGEX are asserted independent of each other and go round-robin on N
-    new streams per device: each waits for the last non-matching op before it on its old
+    Kernels (and memsets) matching REGEX are asserted independent of each other and go
+    round-robin on N new streams per device: each waits for the last non-matching op before it on its old
     stream (the fork), and the next non-matching op after it waits for it (the join).
     GPU-filling kernels still do not run together.
 """
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceprobe.errors import UsageError
-from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, NO_SYNC, Graph
+from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
 from traceprobe.graph.replay import Plan
 
 NAMES = ("copies-on-side-stream", "no-host-sync", "comm-overlap", "no-launch-overhead",
@@ -199,15 +199,16 @@ def faster_kernels(g: Graph, p: Plan, rx: re.Pattern[str], factor: float) -> Non
     p.notes.append(f"{rx.pattern}: {len(hit)} kernels {factor:g}x faster")
 
 
-def _matching(g: Graph, rx: re.Pattern[str]) -> np.ndarray:
-    k = np.flatnonzero((g.ntype == GPU) & (g.gkind == KERNEL))
+def _matching(g: Graph, rx: re.Pattern[str], memsets: bool = False) -> np.ndarray:
+    kinds = [KERNEL, MEMSET] if memsets else [KERNEL]
+    k = np.flatnonzero((g.ntype == GPU) & np.isin(g.gkind, kinds))
     names = g.name[k]
     uniq = {str(n): bool(rx.search(str(n))) for n in set(names.tolist())}
     return k[np.array([uniq[str(n)] for n in names], bool)] if len(k) else k
 
 
 def spread(g: Graph, p: Plan, rx: re.Pattern[str], n: int) -> None:
-    hit = _matching(g, rx)
+    hit = _matching(g, rx, memsets=True)
     p.notes.append(f"spread {rx.pattern}: {len(hit)} kernels over {n} streams")
     if not len(hit):
         return
