@@ -119,7 +119,8 @@ def build(tl: Timeline) -> Graph:
     start = np.concatenate([host["start"], marks["start"], gpu["start"]]).astype(np.int64)
     end = np.concatenate([host["end"], marks["start"], gpu["end"]]).astype(np.int64)
     name = np.concatenate(
-        [host["name"].to_numpy(object), marks["name"].to_numpy(object), gpu["name"].to_numpy(object)]
+        [host["name"].to_numpy(object), marks["name"].to_numpy(object),
+         gpu["name"].to_numpy(object)]
     )
     # lanes: host threads, then GPU streams
     hkeys = list(zip(host["pid"].tolist(), host["tid"].tolist(), strict=True))

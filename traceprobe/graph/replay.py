@@ -102,9 +102,9 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
         for ln in np.unique(p.lane[lch]).tolist():
             on = lch[p.lane[lch] == ln]
             on = on[np.argsort(g.launch[on], kind="stable")]
-            k = np.searchsorted(g.launch[on], dev) - 1
-            hit = k >= 0
-            add(dev[hit], on[k[hit]], END, g.post[dev[hit]], C_WAIT, True)
+            last = np.searchsorted(g.launch[on], dev) - 1
+            hit = last >= 0
+            add(dev[hit], on[last[hit]], END, g.post[dev[hit]], C_WAIT, True)
     cols = [np.concatenate([q[j] for q in parts]) for j in range(6)]
     return tuple(cols)
 
