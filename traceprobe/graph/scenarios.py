@@ -25,8 +25,8 @@ the order given.
 ``spread:REGEX=N``
     Kernels (and memsets) matching REGEX are asserted independent of each other and go
     round-robin on N new streams per device: each waits for the last non-matching op
-    before it on its old stream (the fork), and the next non-matching op after it waits for it (the join).
-    GPU-filling kernels still do not run together.
+    before it on its old stream (the fork), and the next non-matching op after it waits
+    for it (the join). GPU-filling kernels still do not run together.
 """
 
 from __future__ import annotations
