@@ -54,10 +54,12 @@ PAIRS = (
          "the real variant's branches are not independent (C waits for B); spread asserts "
          "they are"),
     Pair("small-ops/loop", ("no-launch-overhead",), "small-ops/cuda-graph",
-         "a graph replay has its own fixed host cost (cudaGraphLaunch) and GPU gaps between "
+         "the likely cause (not yet checked against a recording): a graph replay has its "
+         "own fixed host cost (cudaGraphLaunch) and GPU gaps between "
          "graph nodes that differ from the eager queue gap the model assumes"),
     Pair("independent-ops/one-stream", ("spread:gemm=4",), "independent-ops/many-streams",
-         "the stream joins and the side streams' event waits cost launch time the model does "
+         "the likely cause (not yet checked against a recording): the stream joins and the "
+         "side streams' event waits cost launch time the model does "
          "not add"),
 )
 
@@ -91,10 +93,11 @@ class Row:
     predicted_us: float | None
     measured_us: float | None
     bound_by: str | None
+    no_gpu: bool = False  # a side was recorded without a GPU: not a what-if row
 
     @property
     def error(self) -> float | None:
-        if self.predicted_us is None or not self.measured_us:
+        if self.predicted_us is None or not self.measured_us or self.no_gpu:
             return None
         return (self.predicted_us - self.measured_us) / self.measured_us
 
@@ -103,14 +106,19 @@ def measure(pair: Pair, roots: list[Path]) -> Row:
     a, b = pick(pair, roots)
     base = pred = meas = None
     bound = None
+    no_gpu = False
     if a is not None:
-        res = whatif(load(a), list(pair.scenarios), step="all")
+        tl = load(a)
+        no_gpu = tl.gpu.empty
+        res = whatif(tl, list(pair.scenarios), step="all")
         base = statistics.fmean(w.measured_us for w in res.windows)
         pred = statistics.fmean(w.predicted_us for w in res.windows)
         bound = res.windows[0].critical_path.get("bound_by")
     if b is not None:
-        meas = statistics.fmean(w.measured_us for w in whatif(load(b), [], step="all").windows)
-    return Row(pair, a, b, base, pred, meas, bound)
+        tl = load(b)
+        no_gpu = no_gpu or tl.gpu.empty
+        meas = statistics.fmean(w.measured_us for w in whatif(tl, [], step="all").windows)
+    return Row(pair, a, b, base, pred, meas, bound, no_gpu)
 
 
 def _ms(us: float | None) -> str:
@@ -136,6 +144,8 @@ def table(rows: list[Row]) -> str:
         e = r.error
         if r.base_file is None:
             note = "serial variant not recorded"
+        elif r.no_gpu:
+            note = "recorded without a GPU (CPU fallback): nothing to predict"
         elif r.target_file is None:
             note = ("**measured run missing**: record it with scripts/gpu/whatif.sh and "
                     "rerun this script")
