@@ -110,7 +110,7 @@ def build(tl: Timeline) -> Graph:
     keep = calls["top"].to_numpy() == np.arange(len(calls))
     host = calls[keep].reset_index(drop=True)
     top_row = (np.cumsum(keep) - 1)[calls["top"].to_numpy()] if len(calls) else np.empty(0, int)
-    marks = _markers(tl)
+    marks = _markers(tl, host)
     gpu = tl.gpu.reset_index(drop=True)
     nh, nm, ng = len(host), len(marks), len(gpu)
     n = nh + nm + ng
@@ -200,8 +200,14 @@ def _host_calls(cpu: pd.DataFrame) -> pd.DataFrame:
     return calls
 
 
-def _markers(tl: Timeline) -> pd.DataFrame:
+def _markers(tl: Timeline, calls: pd.DataFrame) -> pd.DataFrame:
+    """Step markers on the thread the steps came from (else the thread with the most calls)."""
     thread = tl.meta.extra.get("steps_thread")
+    if not thread and not tl.steps.empty:
+        if calls.empty:
+            thread = [-1, -1]
+        else:
+            thread = list(calls.groupby(["pid", "tid"]).size().idxmax())
     if tl.steps.empty or not thread:
         return pd.DataFrame({"start": [], "name": [], "pid": [], "tid": [], "step": []}).astype(
             {"start": "int64", "pid": "int64", "tid": "int64", "step": "int64"}
