@@ -193,6 +193,31 @@ The graph, the replay, the scenarios and every figure are defined in docs/FIGURE
 
 """
 
+SCHEMA = """
+
+## Output of `traceprobe whatif --format json` (`traceprobe.whatif/1`)
+
+```json
+{"schema": "traceprobe.whatif/1", "trace": "seq.pt.trace.json.gz",
+ "windows": [{"step": 1, "measured_us": 262515.9, "replayed_us": 262515.9,
+              "predicted_us": 133733.2, "speedup": 1.96,
+              "critical_path": {"length_us": 133733.2, "bound_by": "kernel",
+                                "breakdown": {"cpu_op": 0.0, "...": 0.0},
+                                "segments": [{"start_us": 0.0, "end_us": 0.0,
+                                              "kind": "kernel", "name": "..."}]},
+              "measured_critical_path": {"...": "the same, of the unchanged replay"}}],
+ "scenarios": ["no-host-sync"], "notes": ["no-host-sync: dropped 1 of 4 host waits"]}
+```
+
+`windows` has one object per `ProfilerStep#N` (or one with `"step": null` for a trace without
+steps, or with `--step N` one). `critical_path` is the *predicted* replay's path, on the trace's
+clock from the step's measured start; `measured_critical_path` the unchanged replay's (equal
+to the one `traceprobe analyze` reports).
+
+## Scenarios (from `traceprobe/graph/scenarios.py`)
+
+"""
+
 TAIL = """
 
 ## How the replay works (short)
@@ -252,6 +277,19 @@ events that `enable_cuda_sync_events` writes; the path is networkx's longest pat
 """
 
 
+def _scenario_doc() -> str:
+    from traceprobe.graph import scenarios
+
+    text = (scenarios.__doc__ or "").split("\n", 2)[2]  # past the first line
+    lines = []
+    for line in text.strip("\n").splitlines():
+        if line.startswith("``") and line.endswith("``"):
+            lines.append(f"* **`{line.strip('`')}`**")
+        else:
+            lines.append("  " + line.strip() if line.strip() else "")
+    return "\n".join(lines).rstrip()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", metavar="FILE", help="write the whole document to FILE")
@@ -259,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     roots = [REPO / r if not Path(r).is_absolute() else Path(r) for r in a.roots]
     rows = [measure(p, roots) for p in PAIRS]
-    doc = HEAD + table(rows) + TAIL
+    doc = HEAD + table(rows) + SCHEMA + _scenario_doc() + TAIL
     if a.write:
         Path(a.write).write_text(doc)
     print(table(rows))
