@@ -84,6 +84,20 @@ def critical_paths(tl: Timeline) -> dict[str, Any]:
     }
 
 
+def whole_path(tl: Timeline) -> list[tuple[int, int, str, str]]:
+    """The whole trace's critical path as (start ns, end ns, category, name) pieces."""
+    from traceprobe.graph.model import build
+    from traceprobe.graph.path import walk, window_end
+    from traceprobe.graph.replay import Plan, replay
+
+    g = build(tl)
+    if not len(g):
+        return []
+    rp = replay(g, Plan.of(g))
+    i, hi = window_end(g, rp)
+    return walk(g, rp, i, hi, g.origin)
+
+
 def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all") -> WhatIf:
     """Replay ``tl`` unchanged and under ``scenarios`` (composed in order).
 
