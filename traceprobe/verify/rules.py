@@ -416,7 +416,7 @@ def small_ops_cuda_graph(v: Recorded, peers: Mapping[str, Recorded]) -> Decision
     figs.update(speedups(v, loop))
     short = shortfall(v, 1, "a CUDA graph needs a GPU, so this variant ran the plain loop")
     if short or not figs["cuda_graph"]:
-        return Decision(CANNOT_TELL, short or "no CUDA graph was captured", figs)
+        return Decision(CANNOT_TELL, short or "no CUDA graph was captured (0 graphs)", figs)
     if loop is None:
         return Decision(CANNOT_TELL, "needs the loop variant recorded beside it "
                                      "(0 of 2 variants to compare)", figs)
