@@ -79,8 +79,12 @@ def analyze(
 
 
 def _critical_paths(timeline: Timeline) -> dict[str, Any]:
-    """The replayed critical path of the whole trace and of each step (traceprobe.graph)."""
-    return critical_paths(timeline)
+    """The replayed critical path of the whole trace and of each step (traceprobe.graph);
+    null ones when the inferred graph has a cycle (an inference failed, not the trace)."""
+    try:
+        return critical_paths(timeline)
+    except ValueError:
+        return {"window": None, "steps": {}}
 
 
 def analyze_many(
