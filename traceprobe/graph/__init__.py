@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from traceprobe.errors import UsageError
+from traceprobe.errors import TraceError, UsageError
 
 if TYPE_CHECKING:
     from traceprobe.graph.model import Graph
@@ -112,9 +112,13 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     g = build(tl)
     if not len(g):
         raise UsageError(f"{tl.source}: no runtime calls or GPU activity to replay")
-    base = replay(g, Plan.of(g))
-    p = plan(g, parsed)
-    pred = replay(g, p)
+    try:
+        base = replay(g, Plan.of(g))
+        p = plan(g, parsed)
+        pred = replay(g, p)
+    except ValueError as e:  # a cycle: an inferred dependency contradicts the others
+        raise TraceError(tl.source, f"cannot replay it: {e}",
+                         "report it with the trace; `traceprobe analyze` still works") from None
     rows = g.steps
     if step not in (None, "all"):
         try:
