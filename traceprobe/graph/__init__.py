@@ -116,8 +116,8 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
         base = replay(g, Plan.of(g))
         p = plan(g, parsed)
         pred = replay(g, p)
-    except ValueError as e:  # a cycle: an inferred dependency contradicts the others
-        raise TraceError(tl.source, f"cannot replay it: {e}",
+    except ValueError as err:  # a cycle: an inferred dependency contradicts the others
+        raise TraceError(tl.source, f"cannot replay it: {err}",
                          "report it with the trace; `traceprobe analyze` still works") from None
     rows = g.steps
     if step not in (None, "all"):
