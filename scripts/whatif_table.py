@@ -234,6 +234,12 @@ TAIL = """
   constraint (capped at the typical value for constraints that did not bind), so the
   unchanged replay reproduces every measured step exactly (tests check within 2% on every
   committed trace).
+* **No graph library**: the graph is numpy arrays (constraints as parallel arrays) and the
+  replay one pass in topological order. Measured on the 98 MB bench trace (48,902 nodes,
+  81,513 constraints, this repository's 2-core machine): building it as a networkx `DiGraph`
+  took 2.44 s and `dag_longest_path` 2.08 s, against 0.58 s for the numpy build and 0.32 s
+  for the whole replay (which a longest path over fixed weights could not do anyway: a
+  scenario changes which constraint binds, and resources are not edges of fixed weight).
 * **Critical path**: walking back from the step's end along the constraint that bound each
   node; its pieces tile the step, by category (`cpu_op`, `runtime`, `kernel`, `copy`,
   `communication`, `sync_wait`, `dataloader`, `idle`).
