@@ -46,10 +46,8 @@ PAIRS = (
     Pair("two-devices/sequential", ("no-host-sync",), "two-devices/parallel",
          "the second GPU's launches are host-bound differently once they overlap the first's"),
     Pair("cpu-gpu/serial", ("no-host-sync", "copies-on-side-stream"), "cpu-gpu/overlapped",
-         "the serial program issues its copies after the CPU matmuls, and a replay keeps the "
-         "host's program order; the overlapped program issues each copy right after its "
-         "matmul, before the CPU work, so its copies hide under the GPU matmuls. No scenario "
-         "moves host code"),
+         "the host's own work stays in the serial program's order (only the copies are "
+         "re-issued with their producers); the overlapped program's host differs otherwise"),
     Pair("dag/serial", ("spread:^(?!.*gemm)=2",), "dag/two-streams",
          "the real variant's branches are not independent (C waits for B); spread asserts "
          "they are"),
@@ -246,8 +244,9 @@ TAIL = """
 
 ## Limits
 
-* A replay keeps the host's program order: a change that moves host code (issue the copies
-  before the CPU work) is not a scenario.
+* A replay keeps the host's program order: only `copies-on-side-stream` re-issues work (each
+  copy right after its producer's launch, as the side-stream pattern does); no scenario moves
+  other host code.
 * Cross-thread dependencies on the host are not modelled: each thread's first call keeps its
   measured start (the autograd thread of a backward pass runs as measured).
 * Cross-stream event waits are inferred from timing only where they bound an op; a wait that

@@ -101,3 +101,15 @@ def test_scenarios_compose_in_order():
 def test_bad_scenarios_are_usage_errors(bad):
     with pytest.raises(UsageError, match="scenario"):
         whatif(_two_kernels().timeline(), [bad])
+
+
+def test_a_copy_on_a_side_stream_is_issued_with_its_producer():
+    # K1 5..105; the host computes until 150 (aten::mm on the CPU), then copies K1's result
+    # (155..205) and synchronizes (returns at 206); the step ends at 207.
+    t = Trace().step(1, 0, 207).launch("K1", 0, 5, 100).op("aten::mm", 1, 149)
+    t.call("cudaMemcpyAsync", 150, 1).copy(155, 50)
+    t.call("cudaDeviceSynchronize", 151, 55)
+    # moved, the copy is issued with K1 and waits only for it: 105 + the default queue gap
+    # (1 µs; nothing was queued here) -> 106..156; the sync (host still at 151) ends 1 µs
+    # after the copy: 157; the step 1 µs later: 158.
+    assert _predict(t, ["copies-on-side-stream"]) == pytest.approx(158)

@@ -34,6 +34,7 @@ class Plan:
     lanes: list[tuple]
     wait_kept: np.ndarray
     d_launch: np.ndarray
+    launch: np.ndarray  # the host call each GPU op is issued by (-1: none known)
     deps: list[tuple[int, int, int]] = field(default_factory=list)  # (succ, pred, delay ns)
     no_inferred: np.ndarray | None = None  # drop the inferred dep of these nodes
     notes: list[str] = field(default_factory=list)
@@ -43,7 +44,7 @@ class Plan:
         dur = np.where(g.sync != NO_SYNC, g.base, g.end - g.start)
         return cls(
             dur=dur.astype(np.int64), gap=g.gap.copy(), lane=g.lane.copy(), lanes=list(g.lanes),
-            wait_kept=g.sync != NO_SYNC, d_launch=g.d_launch.copy(),
+            wait_kept=g.sync != NO_SYNC, d_launch=g.d_launch.copy(), launch=g.launch.copy(),
         )
 
     def new_lane(self, label: tuple) -> int:
@@ -78,8 +79,8 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
     hostish = np.flatnonzero((g.ntype != GPU) & (g.prev >= 0))
     add(hostish, g.prev[hostish], END, p.gap[hostish], C_HOST)
     ops = np.flatnonzero(g.ntype == GPU)
-    lch = ops[g.launch[ops] >= 0]
-    add(lch, g.launch[lch], START, p.d_launch[lch], C_LAUNCH)
+    lch = ops[p.launch[ops] >= 0]
+    add(lch, p.launch[lch], START, p.d_launch[lch], C_LAUNCH)
     sp = _stream_prev(g, ops, p.lane[ops])
     k = sp >= 0
     add(ops[k], sp[k], END, g.d_stream[ops[k]], C_STREAM)
@@ -101,8 +102,8 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
         # their ops in order, so that op ends last)
         for ln in np.unique(p.lane[lch]).tolist():
             on = lch[p.lane[lch] == ln]
-            on = on[np.argsort(g.launch[on], kind="stable")]
-            last = np.searchsorted(g.launch[on], dev) - 1
+            on = on[np.argsort(p.launch[on], kind="stable")]
+            last = np.searchsorted(p.launch[on], dev) - 1
             hit = last >= 0
             add(dev[hit], on[last[hit]], END, g.post[dev[hit]], C_WAIT, True)
     cols = [np.concatenate([q[j] for q in parts]) for j in range(6)]

@@ -3,7 +3,10 @@ the order given.
 
 ``copies-on-side-stream``
     Every memcpy moves to a side stream of its device and direction and waits only for
-    its *producer*; later ops of its old stream no longer wait for it. The trace does not
+    its *producer*; later ops of its old stream no longer wait for it. As the side-stream
+    pattern does (an event recorded after the producer, the copy stream waits on it), the
+    copy is issued right after its producer: its launch constraint becomes the producer's
+    launch call (the host's own time for the copy call stays where it was). The trace does not
     say which op produced a copy's data, so the producer is inferred by position: a run
     of n copies on a stream that follows a run of m >= n other ops pairs copy j with op
     m-n+j (``ys = [f(x) ...]; [y.cpu() for y in ys]``); with m < n the first copies pair
@@ -103,8 +106,9 @@ def _queue(g: Graph) -> int:
 
 
 def _move(g: Graph, p: Plan, moved: np.ndarray, label: Callable[[int], tuple],
-          producer: Callable[[list[int], int], int | None]) -> None:
-    """Move ``moved`` ops to the lanes ``label`` names; each waits for ``producer``."""
+          producer: Callable[[list[int], int], int | None], reissue: bool = False) -> None:
+    """Move ``moved`` ops to the lanes ``label`` names; each waits for ``producer``
+    (``reissue``: and is issued by its producer's launch call)."""
     ops = np.flatnonzero(g.ntype == GPU)
     is_moved = np.zeros(len(g), bool)
     is_moved[moved] = True
@@ -115,6 +119,8 @@ def _move(g: Graph, p: Plan, moved: np.ndarray, label: Callable[[int], tuple],
             src = producer(lane_ops, j)
             if src is not None:
                 p.deps.append((i, src, _queue(g)))
+                if reissue and g.launch[src] >= 0:
+                    p.launch[i] = g.launch[src]
     for i in moved.tolist():
         p.lane[i] = p.new_lane(label(i))
 
@@ -147,7 +153,8 @@ def copies_on_side_stream(g: Graph, p: Plan) -> None:
         k = max(m - n + (j - a), 0)
         return lane_ops[m0 + k]
 
-    _move(g, p, copies, lambda i: ("side", int(g.device[i]), str(g.copy_dir[i])), producer)
+    _move(g, p, copies, lambda i: ("side", int(g.device[i]), str(g.copy_dir[i])), producer,
+          reissue=True)
 
 
 def comm_overlap(g: Graph, p: Plan) -> None:
