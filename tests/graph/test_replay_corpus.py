@@ -60,3 +60,21 @@ def test_report_critical_path_shape():
         # kernels on the path are kernels of the trace, at their measured times
         kernels = [s for s in segs if s["kind"] == "kernel"]
         assert kernels and all(s["name"] for s in kernels)
+
+
+@pytest.mark.parametrize("path", TRACES[::3], ids=lambda p: p.parent.name)
+def test_fixed_point_shortcut_is_the_replay(path, monkeypatch):
+    """The unchanged replay skips its loop when the measured times satisfy every equation;
+    the loop itself gives the same times and the same binding constraints."""
+    import numpy as np
+
+    import traceprobe.graph.replay as rp
+    from traceprobe.graph.model import build
+
+    g = build(load(path))
+    fast = rp.replay(g, rp.Plan.of(g))
+    monkeypatch.setattr(rp, "_measured_fixed_point", lambda *a: None)
+    slow = rp.replay(g, rp.Plan.of(g))
+    for k in ("start", "end", "bind", "ebind"):
+        assert np.array_equal(getattr(fast, k), getattr(slow, k)), k
+    assert np.array_equal(slow.start, g.start) and np.array_equal(slow.end, g.end)

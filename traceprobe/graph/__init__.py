@@ -72,15 +72,17 @@ class WhatIf:
 def critical_paths(tl: Timeline) -> dict[str, Any]:
     """The critical path of the whole trace and of each step (replay with no change)."""
     from traceprobe.graph.model import build
+    from traceprobe.graph.path import walker
     from traceprobe.graph.replay import Plan, replay
 
     g = build(tl)
     if not len(g):
         return {"window": None, "steps": {}}
     rp = replay(g, Plan.of(g))
+    lists = walker(g, rp)
     return {
-        "window": _whole(g, rp),
-        "steps": {n: _step(g, rp, s, e) for n, s, e in g.steps},
+        "window": _whole(g, rp, lists),
+        "steps": {n: _step(g, rp, s, e, lists) for n, s, e in g.steps},
     }
 
 
@@ -105,6 +107,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     (the whole trace).
     """
     from traceprobe.graph.model import build
+    from traceprobe.graph.path import walker
     from traceprobe.graph.replay import Plan, replay
     from traceprobe.graph.scenarios import parse, plan
 
@@ -130,28 +133,29 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
             have = ", ".join(str(r[0]) for r in g.steps) or "none"
             raise UsageError(f"{tl.source}: no ProfilerStep#{n}; the trace has steps {have}")
     out: list[StepResult] = []
+    lb, lp = walker(g, base), walker(g, pred)
     if step is None or not rows:
-        whole_b, whole_p = _whole(g, base), _whole(g, pred)
+        whole_b, whole_p = _whole(g, base, lb), _whole(g, pred, lp)
         out.append(StepResult(None, (g.span_end - g.origin) / 1000, whole_b["length_us"],
                               whole_p["length_us"], whole_p, whole_b))
     else:
         for n, s, e in rows:
-            cb, cp = _step(g, base, s, e), _step(g, pred, s, e)
+            cb, cp = _step(g, base, s, e, lb), _step(g, pred, s, e, lp)
             measured = (int(g.start[e]) - int(g.start[s])) / 1000
             out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb))
     return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
 
 
-def _step(g: Graph, rp: Replay, s: int, e: int) -> dict[str, Any]:
+def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
     from traceprobe.graph.path import summary, walk
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
     shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
-    return summary(walk(g, rp, e, hi, lo), lo, hi, shift)
+    return summary(walk(g, rp, e, hi, lo, lists), lo, hi, shift)
 
 
-def _whole(g: Graph, rp: Replay) -> dict[str, Any]:
+def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:
     from traceprobe.graph.path import summary, walk, window_end
 
     i, hi = window_end(g, rp)
-    return summary(walk(g, rp, i, hi, g.origin), g.origin, hi)
+    return summary(walk(g, rp, i, hi, g.origin, lists), g.origin, hi)

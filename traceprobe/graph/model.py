@@ -305,7 +305,8 @@ def _waits(g: Graph) -> None:
     calls = np.flatnonzero(g.ntype == HOST)
     if not len(calls):
         return
-    named = np.array([bool(_SYNC_NAME.search(str(x))) for x in g.name[calls]])
+    is_sync = {x: bool(_SYNC_NAME.search(str(x))) for x in set(g.name[calls].tolist())}
+    named = np.array([is_sync[x] for x in g.name[calls].tolist()], bool)
     gpu = np.flatnonzero(g.ntype == GPU)
     launched = gpu[g.launch[gpu] >= 0]
     lstart = g.start[g.launch[launched]]

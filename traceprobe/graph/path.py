@@ -35,57 +35,79 @@ CATEGORIES = ("cpu_op", "runtime", "kernel", "copy", "communication", "sync_wait
 Piece = tuple[int, int, str, str]  # start ns, end ns, kind, name
 
 
-def _node_kind(g: Graph, i: int) -> str:
-    if g.ntype[i] == GPU:
-        if g.gkind[i] == KERNEL:
-            return "communication" if g.comm[i] else "kernel"
-        return "copy"
-    return "runtime" if g.ntype[i] == HOST else "idle"
+def _kinds(g: Graph) -> list[str]:
+    """Each node's category on the path."""
+    out = np.full(len(g), "idle", object)
+    out[g.ntype == HOST] = "runtime"
+    gpu = g.ntype == GPU
+    out[gpu] = "copy"
+    k = gpu & (g.gkind == KERNEL)
+    out[k] = np.where(g.comm[k], "communication", "kernel")
+    return out.tolist()
 
 
-def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int) -> list[Piece]:
+class _Lists:
+    """The arrays the walk reads, as Python lists (indexing numpy scalars one at a time is slow)."""
+
+    def __init__(self, g: Graph, rp: Replay) -> None:
+        self.S, self.E = rp.start.tolist(), rp.end.tolist()
+        self.bind, self.ebind = rp.bind.tolist(), rp.ebind.tolist()
+        self.pred, self.ref, self.ctype = rp.pred.tolist(), rp.ref.tolist(), rp.ctype.tolist()
+        self.gpu = (g.ntype == GPU).tolist()
+        self.gap = [GAP_KINDS[k] for k in g.gap_kind.tolist()]
+        self.kind = _kinds(g)
+        self.name = g.name.tolist()
+
+
+def walker(g: Graph, rp: Replay) -> _Lists:
+    """What :func:`walk` reads; make it once per replay when walking many windows."""
+    return _Lists(g, rp)
+
+
+def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
+         lists: _Lists | None = None) -> list[Piece]:
     """Pieces of the critical path ending at ``end_time`` (at or after ``end_node``'s end),
     back to ``lo``, in time order."""
+    L = lists or _Lists(g, rp)
     out: list[Piece] = []
-    c = end_time
-    i = end_node
-    if c > rp.end[i]:
-        out.append((int(max(rp.end[i], lo)), int(c), "idle", "after the last call"))
-        c = int(rp.end[i])
+    c = int(end_time)
+    i = int(end_node)
+    if c > L.E[i]:
+        out.append((max(L.E[i], lo), c, "idle", "after the last call"))
+        c = L.E[i]
     guard = len(g) * 3 + 10
     while c > lo and i >= 0 and guard:
         guard -= 1
-        nm = str(g.name[i])
-        k = int(rp.ebind[i])
-        if k >= 0 and c >= rp.end[i]:  # a wait that ended on a GPU op
-            w = int(rp.pred[k])
-            t = int(rp.end[w])
+        k = L.ebind[i]
+        if k >= 0 and c >= L.E[i]:  # a wait that ended on a GPU op
+            w = L.pred[k]
+            t = L.E[w]
             if c > t:
-                out.append((max(t, lo), c, "sync_wait", nm))
+                out.append((max(t, lo), c, "sync_wait", str(L.name[i])))
             c = min(c, t)
             i = w
             continue
-        s = int(rp.start[i])
+        s = L.S[i]
         if c > s:
-            out.append((max(s, lo), c, _node_kind(g, i), nm))
+            out.append((max(s, lo), c, L.kind[i], str(L.name[i])))
             c = s
-        k = int(rp.bind[i])
+        k = L.bind[i]
         if k < 0:
             if c > lo:
-                kind = GAP_KINDS[g.gap_kind[i]] if g.ntype[i] != GPU else "idle"
-                out.append((lo, c, kind, f"before {nm}"))
+                kind = "idle" if L.gpu[i] else L.gap[i]
+                out.append((lo, c, kind, f"before {L.name[i]}"))
             c = lo
             break
-        q = int(rp.pred[k])
-        t = int(rp.end[q] if rp.ref[k] == END else rp.start[q])
+        q = L.pred[k]
+        t = L.E[q] if L.ref[k] == END else L.S[q]
         if c > t:
-            ct = int(rp.ctype[k])
+            ct = L.ctype[k]
             if ct == C_HOST:
-                kind, label = GAP_KINDS[g.gap_kind[i]], f"host before {nm}"
+                kind, label = L.gap[i], f"host before {L.name[i]}"
             elif ct == C_LAUNCH:
-                kind, label = "runtime", f"launch latency of {nm}"
+                kind, label = "runtime", f"launch latency of {L.name[i]}"
             else:
-                kind, label = "idle", f"GPU gap before {nm}"
+                kind, label = "idle", f"GPU gap before {L.name[i]}"
             out.append((max(t, lo), c, kind, label))
             c = t
         i = q
