@@ -123,18 +123,17 @@ def build(tl: Timeline) -> Graph:
          gpu["name"].to_numpy(object)]
     )
     # lanes: host threads, then GPU streams
-    hkeys = list(zip(host["pid"].tolist(), host["tid"].tolist(), strict=True))
-    hkeys += list(zip(marks["pid"].tolist(), marks["tid"].tolist(), strict=True))
-    gkeys = list(zip(gpu["device"].tolist(), gpu["stream"].tolist(), strict=True))
-    lanes: list[tuple[Any, ...]] = []
-    index: dict[tuple[Any, ...], int] = {}
-    lane = np.empty(n, np.int64)
-    for i, k in enumerate([("host", *k) for k in hkeys] + [("gpu", *k) for k in gkeys]):
-        j = index.get(k)
-        if j is None:
-            j = index[k] = len(lanes)
-            lanes.append(k)
-        lane[i] = j
+    keys = np.stack([
+        np.r_[np.zeros(nh + nm, np.int64), np.ones(ng, np.int64)],
+        np.r_[host["pid"].to_numpy(np.int64), marks["pid"].to_numpy(np.int64),
+              gpu["device"].to_numpy(np.int64)],
+        np.r_[host["tid"].to_numpy(np.int64), marks["tid"].to_numpy(np.int64),
+              gpu["stream"].to_numpy(np.int64)],
+    ], axis=1)
+    uniq, lane = np.unique(keys, axis=0, return_inverse=True)
+    lane = lane.reshape(-1).astype(np.int64)
+    lanes: list[tuple[Any, ...]] = [("gpu" if t else "host", int(a), int(b))
+                                    for t, a, b in uniq.tolist()]
     # order: measured start; at a tie step markers first (a call at a step's start is in
     # the step), then host calls, then GPU ops (a launch precedes its op)
     tie = np.choose(ntype, [1, 0, 2])
@@ -263,23 +262,27 @@ def _classify_gaps(g: Graph, cpu: pd.DataFrame) -> None:
     hostish = np.flatnonzero(g.ntype != GPU)
     if not len(hostish) or cpu.empty:
         return
-    ops = cpu[cpu["kind"] == "cpu_op"]
-    lane_of = {k[1:]: i for i, k in enumerate(g.lanes) if k[0] == "host"}
+    ops = cpu[(cpu["kind"] == "cpu_op").to_numpy()]
+    o_pid, o_tid = ops["pid"].to_numpy(), ops["tid"].to_numpy()
+    o_s, o_e = ops["start"].to_numpy(), ops["end"].to_numpy()
+    codes, uniq = pd.factorize(ops["name"].to_numpy(object))
+    o_loader = np.array([bool(_LOADER.search(str(u))) for u in uniq], bool)[codes] \
+        if len(uniq) else np.zeros(0, bool)
     mid = g.start[hostish] - g.gap[hostish] // 2
     launch_nodes = np.flatnonzero(g.launches)
-    for (pid, tid), part in ops.groupby(["pid", "tid"], sort=False):
-        li = lane_of.get((pid, tid))
-        if li is None:
+    for li, lane in enumerate(g.lanes):
+        if lane[0] != "host":
             continue
         sel = g.lane[hostish] == li
         if not sel.any():
             continue
+        on = (o_pid == lane[1]) & (o_tid == lane[2])
+        if not on.any():
+            continue
         m = mid[sel]
-        s, e = part["start"].to_numpy(), part["end"].to_numpy()
+        s, e = o_s[on], o_e[on]
         cov = _covered(s, e, m)
-        names = part["name"].to_numpy(object)
-        uniq = {x: bool(_LOADER.search(str(x))) for x in set(names.tolist())}
-        lmask = np.array([uniq[x] for x in names.tolist()], bool)
+        lmask = o_loader[on]
         kinds = np.where(cov, GAP_CPU, GAP_IDLE)
         if lmask.any():
             kinds = np.where(_covered(s[lmask], e[lmask], m), GAP_LOADER, kinds)
@@ -373,19 +376,19 @@ def stream_prev(g: Graph, nodes: np.ndarray, lane: np.ndarray) -> np.ndarray:
 def resource_prev(g: Graph, nodes: np.ndarray, fills: np.ndarray) -> np.ndarray:
     """Previous user of the same exclusive resource: a filling kernel of the device, or a copy
     engine (device, direction)."""
-    res = np.full(len(nodes), "", object)
-    dev = g.device[nodes].astype(str)
-    k = fills & (g.gkind[nodes] == KERNEL)
-    res[k] = np.char.add("sm:", dev[k]).astype(object) if k.any() else res[k]
-    c = (g.gkind[nodes] == COPY) & np.isin(g.copy_dir[nodes], ["HtoD", "DtoH"])
-    if c.any():
-        res[c] = np.char.add(np.char.add("ce:", dev[c]), g.copy_dir[nodes][c].astype(str))
+    # resource code: 3 x device + (0 SMs, 1 HtoD engine, 2 DtoH engine); -1 none
+    res = np.full(len(nodes), -1, np.int64)
+    dev = g.device[nodes]
+    res[fills & (g.gkind[nodes] == KERNEL)] = 0
+    copy = g.gkind[nodes] == COPY
+    dirs = g.copy_dir[nodes]
+    res[copy & (dirs == "HtoD")] = 1
+    res[copy & (dirs == "DtoH")] = 2
     prev = np.full(len(nodes), -1, np.int64)
-    has = np.flatnonzero(res != "")
+    has = np.flatnonzero(res >= 0)
     if not len(has):
         return prev
-    codes = pd.factorize(res[has])[0]
-    prev[has] = stream_prev(g, nodes[has], codes)
+    prev[has] = stream_prev(g, nodes[has], 3 * (dev[has] + 1) + res[has])
     return prev
 
 
