@@ -130,10 +130,14 @@ def build(tl: Timeline) -> Graph:
         np.r_[host["tid"].to_numpy(np.int64), marks["tid"].to_numpy(np.int64),
               gpu["stream"].to_numpy(np.int64)],
     ], axis=1)
-    uniq, lane = np.unique(keys, axis=0, return_inverse=True)
-    lane = lane.reshape(-1).astype(np.int64)
-    lanes: list[tuple[Any, ...]] = [("gpu" if t else "host", int(a), int(b))
-                                    for t, a, b in uniq.tolist()]
+    ca, ua = pd.factorize(keys[:, 1])
+    cb, ub = pd.factorize(keys[:, 2])
+    flat = (keys[:, 0] * len(ua) + ca) * max(len(ub), 1) + cb  # one int per (kind, a, b)
+    lane = np.unique(flat, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    rep = np.zeros(lane.max() + 1 if n else 0, np.int64)
+    rep[lane[::-1]] = np.arange(n)[::-1]  # the first row of each lane
+    lanes: list[tuple[Any, ...]] = [("gpu" if keys[r, 0] else "host", int(keys[r, 1]),
+                                     int(keys[r, 2])) for r in rep.tolist()]
     # order: measured start; at a tie step markers first (a call at a step's start is in
     # the step), then host calls, then GPU ops (a launch precedes its op)
     tie = np.choose(ntype, [1, 0, 2])
