@@ -6,7 +6,8 @@ rank) and return plain data (µs on the trace's clock), never a renderer's objec
     cp = critical_paths(timeline)        # {"window": {...}, "steps": {N: {...}}}
     res = whatif(timeline, ["no-host-sync"], step="all")   # WhatIf; res.to_dict()
 
-The graph is :mod:`.model`, the simulator :mod:`.replay`, the path :mod:`.path`, the
+The graph is :mod:`.model` (its measured delays :mod:`.delays`, kernels that fill a GPU
+:mod:`.resources`), the simulator :mod:`.replay`, the path :mod:`.path`, the
 scenarios :mod:`.scenarios`. Definitions of every figure: docs/FIGURES.md, "Critical path
 and what-if".
 """

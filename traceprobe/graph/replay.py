@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from traceprobe.graph.model import GPU, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph, resource_prev
-from traceprobe.graph.model import stream_prev as _stream_prev
+from traceprobe.graph.delays import resource_prev
+from traceprobe.graph.delays import stream_prev as _stream_prev
+from traceprobe.graph.model import GPU, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph
 
 END, START = 0, 1
 C_HOST, C_LAUNCH, C_STREAM, C_RESOURCE, C_DEP, C_WAIT = range(6)
