@@ -21,6 +21,10 @@ Rows (``--only`` picks some, by key):
   orjson      gunzip + orjson into dicts
   json        gunzip + stdlib json into dicts (what HTA does first)
   startup     python + import numpy, pandas (the fixed cost both tools pay)
+  analyze-alone  the traceprobe row with the report's critical path switched off (in-process
+              CLI, ``report.build._critical_paths`` stubbed): what the graph adds to analyze
+  whatif      ``traceprobe whatif TRACE --format json --output TMP``: load, graph, replay
+              twice, every step's critical path (goal: at most 2x analyze-alone)
 
 ``--scale`` measures how traceprobe's time and peak memory grow with the trace: it
 writes k-fold copies of TRACE with scripts/enlarge_trace.py (into --data-dir, reused
@@ -60,6 +64,8 @@ LABELS: dict[str, str] = {
     "orjson": "gunzip + orjson dicts",
     "json": "gunzip + json dicts",
     "startup": "python + import numpy, pandas",
+    "analyze-alone": "traceprobe analyze without the critical path",
+    "whatif": "traceprobe whatif (critical path + replay)",
 }
 ALL_ROWS = list(LABELS)
 DEFAULT_TRACEPROBE_CMD = (
@@ -130,6 +136,18 @@ def _child(kind: str, path: str) -> None:
         import pandas  # noqa: F401
 
         n = 0
+    elif kind == "analyze-alone":
+        import tempfile
+
+        import traceprobe.report.build as build
+        from traceprobe.cli import cli
+
+        build._critical_paths = lambda tl: {"window": None, "steps": {}}  # type: ignore
+        with tempfile.TemporaryDirectory() as d:
+            out = str(Path(d) / "out.json")
+            cli.main(["analyze", path, "--format", "json", "--output", out],
+                     standalone_mode=False)
+            n = Path(out).stat().st_size
     elif kind == "hta":
         from hta.trace_analysis import TraceAnalysis
 
@@ -277,6 +295,9 @@ def argv_for(key: str, trace: Path, workdir: Path, traceprobe_cmd: str) -> list[
         for old, new in fill.items():
             parts = [p.replace(old, new) for p in parts]
         return parts
+    if key == "whatif":
+        return [py, "-m", "traceprobe.cli", "whatif", str(trace), "--format", "json",
+                "--output", str(workdir / "traceprobe-out.json")]
     target = str(hta_dir(trace, workdir)) if key == "hta" else str(trace)
     return [py, str(Path(__file__).resolve()), "--child", key, target]
 
@@ -424,6 +445,11 @@ def table(rows: list[Row]) -> list[str]:
             f"| {row.label} | {n_runs} | {s:.2f} | {_spread(row)} | {m:.0f} "
             f"| {_ratio(s, hta_s)} | {_ratio(m, hta_m)} | {_ratio(s, fl_s)} | {_ratio(m, fl_m)} |"
         )
+    wi, alone = by.get("whatif"), by.get("analyze-alone")
+    if wi and alone and wi.median_s() is not None and alone.median_s():
+        r = wi.median_s() / alone.median_s()
+        out += ["", f"critical path + replay (whatif) / analyze without it: {r:.2f}× "
+                    f"(goal ≤ 2×: {'met' if r <= 2 else 'NOT met'})."]
     tp = by.get("traceprobe")
     if tp and tp.median_s() is not None and hta_s and hta_m:
         speed = hta_s / tp.median_s()

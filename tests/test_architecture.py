@@ -24,7 +24,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 LAYERS = [
     {"errors", "intervals", "timeline", "output"},
     {"load"},
-    {"metrics"},
+    {"metrics", "graph"},
     {"report"},
     {"render", "expect", "comparison", "annotate", "tensorboard", "verify", "hta_bridge"},
     {"cli"},

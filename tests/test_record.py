@@ -104,7 +104,7 @@ def test_metadata_has_the_documented_fields(recorded):
         assert META_FIELDS <= m.keys(), META_FIELDS - m.keys()
         assert (m["schema"], m["workload"], m["variant"]) == (meta.SCHEMA, name, variant)
         assert m["torch"] == torch.__version__
-        assert m["claim"] == registry.get(name).claim
+        assert m["claim"] == registry.get(name).claim_of(variant)
         assert m["sizes"] and m["scale"] == "small"
         prof, timing = m["profiler"], m["timing"]
         assert prof["activities"] == ["CPU"]

@@ -153,6 +153,16 @@ def make_report() -> dict[str, Any]:
             "75.0% of copy time on GPU 0 was hidden behind kernels",
             "While GPU 1 was idle the host spent 1.80 ms in cudaDeviceSynchronize",
         ],
+        "critical_path": {
+            "length_us": 10000.0, "bound_by": "kernel",
+            "breakdown": {"cpu_op": 1500.0, "runtime": 1000.0, "kernel": 7000.0, "copy": 0.0,
+                          "communication": 0.0, "sync_wait": 500.0, "dataloader": 0.0,
+                          "idle": 0.0},
+            "segments": [
+                {"start_us": 0.0, "end_us": 2500.0, "kind": "cpu_op", "name": "aten::mm"},
+                {"start_us": 2500.0, "end_us": 10000.0, "kind": "kernel", "name": KERNEL_FILL},
+            ],
+        },
     }
 
 

@@ -640,12 +640,13 @@ def test_verify_end_to_end_on_a_cpu_recording(recorded, tmp_path):
     got = {(v["workload"], v["variant"]): v for v in data["verdicts"]}
     wanted = {(m["workload"], m["variant"])
               for m in map(meta_file.read, meta_file.find(recorded))}
-    assert set(got) == wanted and len(data["verdicts"]) == len(wanted) == 9
+    assert set(got) == wanted and len(data["verdicts"]) == len(wanted) == 10
     for key, v in got.items():
         one_sentence(v["why"])
         assert set(v["figures"]) <= set(data["units"])
         assert v["wall_clock"] and v["folder"] == "/".join(key)
-        if key[0] in ("two-devices", "copy", "dag") or key == ("small-ops", "loop"):
+        if key[0] in ("two-devices", "copy", "dag") or key in (("small-ops", "loop"),
+                                                                ("small-ops", "cuda-graph")):
             assert v["verdict"] == CANNOT_TELL, (key, v["why"])
     assert got[("two-devices", "parallel")]["why"].startswith("ran on the CPU")
     assert got[("small-ops", "run")]["verdict"] in (HOLDS, FAILS)  # decidable on the CPU

@@ -16,6 +16,10 @@ Perfetto, chrome://tracing and the TensorBoard profiler's trace view show them a
 * **traceprobe: GPU idle** — per GPU one event per idle gap in the trace's span,
   named after the host call that covered most of it (runtime, sync and driver
   calls first, then CPU ops, as in the report's ``host.devices[].causes``).
+* **traceprobe: critical path** — the whole trace's critical path
+  (:mod:`traceprobe.graph`): one event per piece, named ``category: what``
+  (``kernel: <kernel name>``, ``sync_wait: cudaDeviceSynchronize``, ...), ``args.kind``
+  the category; the pieces tile the trace's span.
 
 Exactness: the original events are copied byte for byte (kept as ``msgspec.Raw``);
 other top-level values are decoded with fractions as ``decimal.Decimal``. New
@@ -50,6 +54,7 @@ from traceprobe.timeline import Timeline
 CATEGORY = "traceprobe"
 OVERLAP_PROCESS = "traceprobe: overlap"
 IDLE_PROCESS = "traceprobe: GPU idle"
+PATH_PROCESS = "traceprobe: critical path"
 SORT_INDEX = 5_100_000  # after Kineto's GPU rows (5000000 + device), before its "Spans"
 MAX_PAIR_DEVICES = 4  # 3 or 4 GPUs: a track per pair besides "≥2 GPUs busy"
 SUFFIXES = (".json", ".json.gz")
@@ -62,7 +67,7 @@ _EXACT = msgspec.json.Decoder(float_hook=Decimal)  # fractions kept exactly, as 
 class Track:
     """One new row: a thread of one of the two new processes."""
 
-    process: str  # OVERLAP_PROCESS | IDLE_PROCESS
+    process: str  # OVERLAP_PROCESS | IDLE_PROCESS | PATH_PROCESS
     name: str  # thread_name
     pieces: Spans
     labels: Sequence[str] | None = None  # per piece event name; None: ``name`` for all
@@ -107,6 +112,22 @@ def tracks(timeline: Timeline) -> list[Track]:
     return out
 
 
+def path_tracks(timeline: Timeline) -> list[Track]:
+    """The critical path of the whole trace as one track (none when nothing replays)."""
+    import numpy as np
+
+    from traceprobe.graph import whole_path
+
+    pieces = whole_path(timeline)
+    if not pieces:
+        return []
+    s = np.array([p[0] for p in pieces], np.int64)
+    e = np.array([p[1] for p in pieces], np.int64)
+    labels = [f"{k}: {n}" for _, _, k, n in pieces]
+    args = [{"kind": k} for _, _, k, _ in pieces]
+    return [Track(PATH_PROCESS, "critical path", Spans(s, e), labels, args)]
+
+
 def _idle_labels(cn: CallNames, idle: Spans) -> tuple[list[str], list[dict[str, Any]]]:
     """Per idle gap its event name and args: the host call charged most of it, if any."""
     best_code, best = gap_causes(cn, idle)
@@ -133,10 +154,10 @@ def us(ns: int) -> Decimal:
     return Decimal(int(ns)).scaleb(-3)
 
 
-def annotation_events(track_list: Sequence[Track], pids: tuple[int, int],
+def annotation_events(track_list: Sequence[Track], pids: tuple[int, ...],
                       ts0: int = 0) -> list[dict[str, Any]]:
-    """Metadata and complete events for ``track_list``; ``pids`` for (overlap, idle)."""
-    pid_of = {OVERLAP_PROCESS: pids[0], IDLE_PROCESS: pids[1]}
+    """Metadata and complete events for ``track_list``; ``pids`` for (overlap, idle[, path])."""
+    pid_of = dict(zip((OVERLAP_PROCESS, IDLE_PROCESS, PATH_PROCESS), pids, strict=False))
     out: list[dict[str, Any]] = []
     for i, (name, pid) in enumerate(pid_of.items()):
         if any(t.process == name for t in track_list):
@@ -196,7 +217,8 @@ def annotate(timeline: Timeline, raw_trace_path: str | os.PathLike[str]) -> dict
     used = [p.pid for p in pids if isinstance(p.pid, int) and not isinstance(p.pid, bool)]
     first = max([15, *used]) + 1  # Kineto names pids 0..15 for GPUs even when unused
     span = timeline.span
-    new = annotation_events(tracks(timeline), (first, first + 1), span[0] if span else 0)
+    new = annotation_events(tracks(timeline) + path_tracks(timeline),
+                            (first, first + 1, first + 2), span[0] if span else 0)
 
     doc: dict[str, Any] = {}
     for key, raw in top.items():

@@ -20,6 +20,12 @@ clock (the file's ``ts`` converted exactly, fractions of a microsecond kept).
     peer          int64 the other device of a PtoP copy; -1 otherwise
     comm          bool  a communication kernel (NCCL/RCCL collectives and p2p)
 
+Optional ``gpu`` columns (present when loaded from a file; hand-built frames may lack
+them, so readers must check): ``grid_blocks`` and ``block_threads`` (product of
+``args.grid`` / ``args.block``), ``regs_per_thread``, ``smem_bytes`` (``args["shared
+memory"]``), all int64 with -1 for unknown. :mod:`traceprobe.graph` reads them to tell
+whether a kernel fills the GPU.
+
 ``cpu`` — one row per host-side duration event
     kind          str   "cpu_op" | "cuda_runtime" | "cuda_driver" | "cuda_sync" |
                         "user_annotation" | "python_function" | other category names
@@ -64,6 +70,8 @@ GPU_COLUMNS: dict[str, str] = {
     "peer": "int64",
     "comm": "bool",
 }
+
+EXTRA_GPU_COLUMNS = ("grid_blocks", "block_threads", "regs_per_thread", "smem_bytes")
 
 CPU_COLUMNS: dict[str, str] = {
     "kind": "object",

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("traceprobe.cli.compare", "compare", "Two traces side by side."),
     "check": ("traceprobe.cli.check", "check", "Fail when a trace misses expectations (CI)."),
     "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),
+    "whatif": ("traceprobe.cli.whatif", "whatif", "Predict steps under what-if changes."),
 }
 
 # other spellings accepted for a command (not listed as commands of their own)

@@ -23,6 +23,8 @@ def _list() -> None:
         click.echo(f"    variants: {', '.join(w.variants)}")
         click.echo(f"    devices:  {', '.join(w.wants)}")
         click.echo(f"    claim:    {w.claim}")
+        for variant, claim in w.variant_claims:
+            click.echo(f"    claim of {variant}: {claim}")
 
 
 def _count(name: str, minimum: int, default: int, text: str) -> Callable[..., None]:

@@ -151,6 +151,10 @@ class Collector:
                     "from": coerce.int64(frm),
                     "to": coerce.int64([a.to_device for a in args]),
                     "kind_arg": [a.kind for a in args],
+                    "grid_blocks": coerce.int64([_volume(a.grid) for a in args]),
+                    "block_threads": coerce.int64([_volume(a.block) for a in args]),
+                    "regs_per_thread": coerce.int64([a.registers for a in args]),
+                    "smem_bytes": coerce.int64([a.shared_memory for a in args]),
                 }
             )
         si = np.flatnonzero(group == _SKIP)
@@ -225,6 +229,18 @@ class Collector:
             size_batch=self.size_batch,
             rows=self.rows,
         )
+
+
+def _volume(dims: Any) -> int:
+    """``[x, y, z]`` -> x*y*z (a kernel's grid or block); -1 when absent or malformed."""
+    if not isinstance(dims, list) or not dims:
+        return -1
+    n = 1
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int | float) or d < 0:
+            return -1
+        n *= int(d)
+    return n
 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:

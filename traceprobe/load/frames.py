@@ -36,6 +36,7 @@ from traceprobe.load.schema import GPU_CATEGORIES, RENAMED_2021, Columns
 from traceprobe.timeline import (
     COPY_KINDS,
     CPU_COLUMNS,
+    EXTRA_GPU_COLUMNS,
     GPU_COLUMNS,
     STEP_COLUMNS,
     Timeline,
@@ -136,6 +137,7 @@ def _gpu_frame(
             "dst_kind": _obj(dst_kind),
             "peer": peer,
             "comm": comm,
+            **{c: g[c] for c in EXTRA_GPU_COLUMNS if c in g},
         },
         copy=False,
     )

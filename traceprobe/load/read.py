@@ -76,6 +76,11 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     from_device: Any = msgspec.field(name="fromDevice", default=None)
     to_device: Any = msgspec.field(name="toDevice", default=None)
     size: Any = None
+    # kernel launch geometry and resources (graph/'s GPU-filling test)
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(name="registers per thread", default=None)
+    shared_memory: Any = msgspec.field(name="shared memory", default=None)
 
 
 NO_ARGS = Args()

@@ -47,6 +47,11 @@ class WorkloadSpec:
     schedule: Schedule | None = None
     # Launched through torchrun, one process (and one trace) per rank.
     distributed: bool = False
+    # Claims of single variants that test something else than ``claim`` (variant, claim).
+    variant_claims: tuple[tuple[str, str], ...] = ()
+
+    def claim_of(self, variant: str) -> str:
+        return dict(self.variant_claims).get(variant, self.claim)
 
     @property
     def module(self) -> str:
@@ -69,16 +74,25 @@ WORKLOADS: tuple[WorkloadSpec, ...] = (
     ),
     WorkloadSpec(
         "independent-ops",
-        ("one-stream", "single"),
+        ("one-stream", "single", "many-streams"),
         ("cuda:0",),
         "The 50 independent matmuls of run(x) on one stream run concurrently (exercise 1).",
+        variant_claims=(
+            ("many-streams", "Spreading the 50 matmuls over 4 streams gains little: each "
+             "matmul fills the GPU (what `whatif --scenario spread:gemm=4` predicts)."),
+        ),
     ),
     WorkloadSpec(
         "small-ops",
-        ("loop", "run"),
+        ("loop", "run", "cuda-graph"),
         ("cpu", "cuda:0"),
         "For 10x10 matmuls run() is faster than a plain loop, so 'auto-parallelism' "
         "helps small work even on one device (exercise 2).",
+        variant_claims=(
+            ("cuda-graph", "Capturing the loop's GPU part in a CUDA graph removes its launch "
+             "overhead: the step is clearly faster than the loop's (what `whatif --scenario "
+             "no-launch-overhead` predicts)."),
+        ),
     ),
     WorkloadSpec(
         "cpu-gpu",

@@ -277,7 +277,7 @@ def record_variant(
             "schema": meta.SCHEMA,
             "workload": spec.name,
             "variant": variant,
-            "claim": spec.claim,
+            "claim": spec.claim_of(variant),
             "devices_wanted": body.pop("devices_wanted"),
             "devices_used": body.pop("devices_used"),
             "fallback": body.pop("fallback"),

@@ -63,6 +63,7 @@ def trace_tables(report: Mapping[str, Any], *, top: int = 10) -> list[Table]:
             _top_kernels(report, top),
             _top_ops(report, top),
             _steps(report),
+            _critical_path(report),
         )
         if t is not None
     ]
@@ -372,3 +373,22 @@ def _steps(r: Mapping[str, Any]) -> Table | None:
                          fmt_time(d.get("busy_us")), fmt_pct(d.get("utilization")),
                          fmt_pct(hidden.get(d.get("device")))))
     return Table("Profiler steps", headers, "rrrrrr", rows)
+
+
+def _critical_path(r: Mapping[str, Any]) -> Table | None:
+    """What lies on the window's critical path (traceprobe.graph), and on each step's."""
+    rows = []
+    for label, cp in [("window", r.get("critical_path"))] + [
+        (f"step {(s.get('window') or {}).get('step', DASH)}", s.get("critical_path"))
+        for s in _rows(r, "steps")
+    ]:
+        if not isinstance(cp, Mapping) or not cp.get("length_us"):
+            continue
+        length = cp["length_us"]
+        br = sorted((cp.get("breakdown") or {}).items(), key=lambda kv: -kv[1])
+        parts = ", ".join(f"{k} {fmt_pct(v / length)}" for k, v in br[:3] if v > 0)
+        rows.append((label, fmt_time(length), str(cp.get("bound_by") or DASH), parts))
+    if not rows:
+        return None
+    headers = ("window", "path length", "bound by", "largest parts")
+    return Table("Critical path", headers, "lrll", rows)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from traceprobe.errors import UsageError
+from traceprobe.graph import critical_paths
 from traceprobe.metrics.devices import device_busy, stream_busy, stream_concurrency
 from traceprobe.metrics.host import (
     LAUNCH_KINDS,
@@ -56,11 +57,16 @@ def analyze(
     pid = host_process(timeline.cpu)
     if step is None or step == "all":
         lo, hi = timeline.span or (0, 0)
+        paths = _critical_paths(timeline)
         whole = _window_report(timeline, lo, hi, None, devs, pid)
+        whole = replace(whole, critical_path=paths["window"])
         steps: tuple[Report, ...] = ()
         if step == "all":
             steps = tuple(
-                _window_report(timeline.window(s, e), s, e, n, devs, pid)
+                replace(
+                    _window_report(timeline.window(s, e), s, e, n, devs, pid),
+                    critical_path=paths["steps"].get(n),
+                )
                 for n, s, e in _step_rows(timeline)
             )
         whole = replace(whole, steps=steps)
@@ -68,7 +74,17 @@ def analyze(
     n = _step_number(step, timeline)
     s, e = next((s, e) for m, s, e in _step_rows(timeline) if m == n)
     rep = _window_report(timeline.window(s, e), s, e, n, devs, pid)
+    rep = replace(rep, critical_path=_critical_paths(timeline)["steps"].get(n))
     return replace(rep, headlines=headlines(rep))
+
+
+def _critical_paths(timeline: Timeline) -> dict[str, Any]:
+    """The replayed critical path of the whole trace and of each step (traceprobe.graph);
+    null ones when the inferred graph has a cycle (an inference failed, not the trace)."""
+    try:
+        return critical_paths(timeline)
+    except ValueError:
+        return {"window": None, "steps": {}}
 
 
 def analyze_many(

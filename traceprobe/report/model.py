@@ -62,6 +62,8 @@ class Report:
     top_ops: tuple[TopOp, ...]
     steps: tuple[Report, ...] = ()
     headlines: tuple[str, ...] = ()
+    # traceprobe.graph's critical path of this window (plain data, already in µs)
+    critical_path: dict[str, Any] | None = None
 
     def device(self, device: int) -> DeviceBusy:
         for d in self.devices:

@@ -139,6 +139,8 @@ def _kernel_us(v: Recorded) -> float:
 
 
 def independent_ops(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
+    if v.variant == "many-streams":
+        return independent_ops_many_streams(v, peers)
     n = _matmuls(v)
     per = _kernel_us(v) / (n * v.steps) if v.has_gpu else None
     figs: Figures = {"matmuls_per_step": n, "kernel_per_matmul_us": per,
@@ -189,6 +191,8 @@ def _op_names(v: Recorded) -> set[str]:
 
 
 def small_ops(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
+    if v.variant == "cuda-graph":
+        return small_ops_cuda_graph(v, peers)
     gaps = [g for g in rows_at(v.report, "host", "kernel_gaps") if g.get("p50_us") is not None]
     busiest = max(gaps, key=lambda g: g.get("gaps") or 0, default={})
     figs: Figures = {
@@ -403,6 +407,43 @@ def ddp(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
             f"all ranks), and the ranks' GPUs were busy together "
             f"{pct(figs['cross_rank_overlap'])} of the time either was")
     return Decision(HOLDS if worst[1] >= COMM_HIDDEN_HOLDS else FAILS, text, figs)
+
+
+def small_ops_cuda_graph(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
+    """The loop's GPU part replayed from a CUDA graph: clearly faster than the loop?"""
+    loop = peers.get("loop")
+    figs: Figures = {"cuda_graph": bool((v.meta.get("facts") or {}).get("cuda_graph"))}
+    figs.update(speedups(v, loop))
+    short = shortfall(v, 1, "a CUDA graph needs a GPU, so this variant ran the plain loop")
+    if short or not figs["cuda_graph"]:
+        return Decision(CANNOT_TELL, short or "no CUDA graph was captured (0 graphs)", figs)
+    if loop is None:
+        return Decision(CANNOT_TELL, "needs the loop variant recorded beside it "
+                                     "(0 of 2 variants to compare)", figs)
+    text = (f"one graph replay instead of the loop's launches: span ratio loop/graph "
+            f"{times(figs.get('speedup_span'))} (wall clock {times(figs.get('speedup_wall'))})")
+    sp = {"speedup_span": figs.get("speedup_span"), "speedup_wall": figs.get("speedup_wall")}
+    return Decision(HOLDS if clear_speedup(sp) else FAILS, text, figs)
+
+
+def independent_ops_many_streams(v: Recorded, peers: Mapping[str, Recorded]) -> Decision:
+    """The matmuls on several streams: little gain over one stream, as each fills the GPU."""
+    one = peers.get("one-stream")
+    figs: Figures = {"streams": (v.meta.get("facts") or {}).get("streams"),
+                     "max_concurrent_kernels": v.extra.get("max_concurrent_kernels")}
+    figs.update(speedups(v, one))
+    short = shortfall(v, 1, "streams are a GPU's, and this trace has 0 kernels")
+    if short:
+        return Decision(CANNOT_TELL, short, figs)
+    if one is None:
+        return Decision(CANNOT_TELL, "needs the one-stream variant recorded beside it "
+                                     "(0 of 2 variants to compare)", figs)
+    sp = figs.get("speedup_gpu_span") or figs.get("speedup_span")
+    text = (f"{figs['streams']} streams against one: {times(sp)} by the GPU span "
+            f"({times(figs.get('speedup_wall'))} by the wall clock)")
+    if sp is not None and sp < SPEEDUP_CLEAR:
+        return Decision(HOLDS, text + ": the matmuls fill the GPU, streams add no room", figs)
+    return Decision(FAILS, text, figs)
 
 
 RULES: dict[str, Rule] = {

@@ -1,0 +1,162 @@
+"""Dependency graph of a trace, critical path per step, replay, what-if scenarios.
+
+One narrow entry point each way; both read a :class:`~traceprobe.timeline.Timeline` (one
+rank) and return plain data (µs on the trace's clock), never a renderer's object::
+
+    cp = critical_paths(timeline)        # {"window": {...}, "steps": {N: {...}}}
+    res = whatif(timeline, ["no-host-sync"], step="all")   # WhatIf; res.to_dict()
+
+The graph is :mod:`.model` (its measured delays :mod:`.delays`, kernels that fill a GPU
+:mod:`.resources`), the simulator :mod:`.replay`, the path :mod:`.path`, the
+scenarios :mod:`.scenarios`. Definitions of every figure: docs/FIGURES.md, "Critical path
+and what-if".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from traceprobe.errors import TraceError, UsageError
+
+if TYPE_CHECKING:
+    from traceprobe.graph.model import Graph
+    from traceprobe.graph.replay import Replay
+    from traceprobe.timeline import Timeline
+
+SCHEMA = "traceprobe.whatif/1"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    step: int | None  # None: the whole trace
+    measured_us: float
+    replayed_us: float
+    predicted_us: float
+    critical_path: dict[str, Any]  # of the predicted replay
+    measured_path: dict[str, Any]  # of the unchanged replay
+
+    @property
+    def speedup(self) -> float | None:
+        return self.measured_us / self.predicted_us if self.predicted_us > 0 else None
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    trace: str
+    scenarios: tuple[str, ...]
+    windows: tuple[StepResult, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "trace": self.trace,
+            "windows": [
+                {
+                    "step": w.step,
+                    "measured_us": w.measured_us,
+                    "replayed_us": w.replayed_us,
+                    "predicted_us": w.predicted_us,
+                    "speedup": w.speedup,
+                    "critical_path": w.critical_path,
+                    "measured_critical_path": w.measured_path,
+                }
+                for w in self.windows
+            ],
+            "scenarios": list(self.scenarios),
+            "notes": list(self.notes),
+        }
+
+
+def critical_paths(tl: Timeline) -> dict[str, Any]:
+    """The critical path of the whole trace and of each step (replay with no change)."""
+    from traceprobe.graph.model import build
+    from traceprobe.graph.path import walker
+    from traceprobe.graph.replay import Plan, replay
+
+    g = build(tl)
+    if not len(g):
+        return {"window": None, "steps": {}}
+    rp = replay(g, Plan.of(g))
+    lists = walker(g, rp)
+    return {
+        "window": _whole(g, rp, lists),
+        "steps": {n: _step(g, rp, s, e, lists) for n, s, e in g.steps},
+    }
+
+
+def whole_path(tl: Timeline) -> list[tuple[int, int, str, str]]:
+    """The whole trace's critical path as (start ns, end ns, category, name) pieces."""
+    from traceprobe.graph.model import build
+    from traceprobe.graph.path import walk, window_end
+    from traceprobe.graph.replay import Plan, replay
+
+    g = build(tl)
+    if not len(g):
+        return []
+    rp = replay(g, Plan.of(g))
+    i, hi = window_end(g, rp)
+    return walk(g, rp, i, hi, g.origin)
+
+
+def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all") -> WhatIf:
+    """Replay ``tl`` unchanged and under ``scenarios`` (composed in order).
+
+    ``step``: ``"all"`` (every ProfilerStep; the whole trace when it has none), N, or None
+    (the whole trace).
+    """
+    from traceprobe.graph.model import build
+    from traceprobe.graph.path import walker
+    from traceprobe.graph.replay import Plan, replay
+    from traceprobe.graph.scenarios import parse, plan
+
+    parsed = [parse(s) for s in scenarios]
+    g = build(tl)
+    if not len(g):
+        raise UsageError(f"{tl.source}: no runtime calls or GPU activity to replay")
+    try:
+        base = replay(g, Plan.of(g))
+        p = plan(g, parsed)
+        pred = replay(g, p)
+    except ValueError as err:  # a cycle: an inferred dependency contradicts the others
+        raise TraceError(tl.source, f"cannot replay it: {err}",
+                         "report it with the trace; `traceprobe analyze` still works") from None
+    rows = g.steps
+    if step not in (None, "all"):
+        try:
+            n = int(step)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise UsageError(f"step must be a ProfilerStep number or 'all', not {step!r}") from None
+        rows = [r for r in g.steps if r[0] == n]
+        if not rows:
+            have = ", ".join(str(r[0]) for r in g.steps) or "none"
+            raise UsageError(f"{tl.source}: no ProfilerStep#{n}; the trace has steps {have}")
+    out: list[StepResult] = []
+    lb, lp = walker(g, base), walker(g, pred)
+    if step is None or not rows:
+        whole_b, whole_p = _whole(g, base, lb), _whole(g, pred, lp)
+        out.append(StepResult(None, (g.span_end - g.origin) / 1000, whole_b["length_us"],
+                              whole_p["length_us"], whole_p, whole_b))
+    else:
+        for n, s, e in rows:
+            cb, cp = _step(g, base, s, e, lb), _step(g, pred, s, e, lp)
+            measured = (int(g.start[e]) - int(g.start[s])) / 1000
+            out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb))
+    return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
+
+
+def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
+    from traceprobe.graph.path import summary, walk
+
+    lo, hi = int(rp.start[s]), int(rp.start[e])
+    shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
+    return summary(walk(g, rp, e, hi, lo, lists), lo, hi, shift)
+
+
+def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:
+    from traceprobe.graph.path import summary, walk, window_end
+
+    i, hi = window_end(g, rp)
+    return summary(walk(g, rp, i, hi, g.origin, lists), g.origin, hi)

@@ -1,0 +1,242 @@
+"""What-if scenarios: each changes a :class:`~traceprobe.graph.replay.Plan`; they compose in
+the order given.
+
+``copies-on-side-stream``
+    Every memcpy moves to a side stream of its device and direction and waits only for
+    its *producer*; later ops of its old stream no longer wait for it. As the side-stream
+    pattern does (an event recorded after the producer, the copy stream waits on it), the
+    copy is issued right after its producer: its launch constraint becomes the producer's
+    launch call (the host's own time for the copy call stays where it was). The trace does not
+    say which op produced a copy's data, so the producer is inferred by position: a run
+    of n copies on a stream that follows a run of m >= n other ops pairs copy j with op
+    m-n+j (``ys = [f(x) ...]; [y.cpu() for y in ys]``); with m < n the first copies pair
+    with the run's first op. Copies with no op before them on their stream wait for nothing.
+``no-host-sync``
+    Drops every host wait (synchronize, blocking copy) that is followed, on the same
+    thread and in the same step, by another GPU launch: such a wait only ordered GPU work.
+    The waits after a step's last launch (those that end it) stay. The call keeps its own
+    cost (the typical duration of a call that did not wait).
+``comm-overlap``
+    Every collective (NCCL/RCCL kernel) moves to a stream of its own per device and waits
+    only for the last non-collective op before it on its old stream.
+``no-launch-overhead``
+    As if the step were a CUDA graph: launch calls take no time, neither does the host
+    time inside CPU ops that launch GPU work, and an op starts the typical queue gap
+    after its launch instead of the launch latency.
+``kernels:REGEX=F``
+    Kernels whose name matches REGEX (``re.search``) run F times faster.
+``spread:REGEX=N``
+    Kernels (and memsets) matching REGEX are asserted independent of each other and go
+    round-robin on N new streams per device: each waits for the last non-matching op
+    before it on its old stream (the fork), and the next non-matching op after it waits
+    for it (the join). GPU-filling kernels still do not run together.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceprobe.errors import UsageError
+from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
+from traceprobe.graph.replay import Plan
+
+NAMES = ("copies-on-side-stream", "no-host-sync", "comm-overlap", "no-launch-overhead",
+         "kernels:REGEX=F", "spread:REGEX=N")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    text: str
+    apply: Callable[[Graph, Plan], None]
+
+
+def parse(text: str) -> Scenario:
+    t = text.strip()
+    simple = {
+        "copies-on-side-stream": copies_on_side_stream,
+        "no-host-sync": no_host_sync,
+        "comm-overlap": comm_overlap,
+        "no-launch-overhead": no_launch_overhead,
+    }
+    if t in simple:
+        return Scenario(t, simple[t])
+    head, _, rest = t.partition(":")
+    if head in ("kernels", "spread") and "=" in rest:
+        rx, _, val = rest.rpartition("=")
+        try:
+            pattern = re.compile(rx)
+        except re.error as e:
+            raise UsageError(f"scenario {t!r}: bad regular expression {rx!r} ({e})") from None
+        try:
+            num = float(val) if head == "kernels" else int(val)
+        except ValueError:
+            num = 0
+        if num <= 0:
+            want = "a factor > 0" if head == "kernels" else "a stream count >= 1"
+            raise UsageError(f"scenario {t!r}: after '=' comes {want}, e.g. {head}:gemm=2")
+        if head == "kernels":
+            return Scenario(t, lambda g, p: faster_kernels(g, p, pattern, float(num)))
+        return Scenario(t, lambda g, p: spread(g, p, pattern, int(num)))
+    raise UsageError(f"unknown scenario {text!r}; valid: {', '.join(NAMES)}")
+
+
+def plan(g: Graph, scenarios: Sequence[Scenario]) -> Plan:
+    p = Plan.of(g)
+    for s in scenarios:
+        s.apply(g, p)
+    return p
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _lane_runs(g: Graph, p: Plan, ops: np.ndarray) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for i in ops.tolist():
+        out.setdefault(int(p.lane[i]), []).append(i)
+    return out
+
+
+def _queue(g: Graph) -> int:
+    return int(g.typical.get("queue_ns", 1000))
+
+
+def _move(g: Graph, p: Plan, moved: np.ndarray, label: Callable[[int], tuple],
+          producer: Callable[[list[int], int], int | None], reissue: bool = False) -> None:
+    """Move ``moved`` ops to the lanes ``label`` names; each waits for ``producer``
+    (``reissue``: and is issued by its producer's launch call)."""
+    ops = np.flatnonzero(g.ntype == GPU)
+    is_moved = np.zeros(len(g), bool)
+    is_moved[moved] = True
+    for _, lane_ops in _lane_runs(g, p, ops).items():
+        for j, i in enumerate(lane_ops):
+            if not is_moved[i]:
+                continue
+            src = producer(lane_ops, j)
+            if src is not None:
+                p.deps.append((i, src, _queue(g)))
+                if reissue and g.launch[src] >= 0:
+                    p.launch[i] = g.launch[src]
+    for i in moved.tolist():
+        p.lane[i] = p.new_lane(label(i))
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def copies_on_side_stream(g: Graph, p: Plan) -> None:
+    copies = np.flatnonzero((g.ntype == GPU) & (g.gkind == COPY))
+    if not len(copies):
+        p.notes.append("copies-on-side-stream: the trace has no copies")
+        return
+    is_copy = np.zeros(len(g), bool)
+    is_copy[copies] = True
+
+    def producer(lane_ops: list[int], j: int) -> int | None:
+        # the run of copies j belongs to, and the run of other ops before it
+        a = j
+        while a > 0 and is_copy[lane_ops[a - 1]]:
+            a -= 1
+        b = j
+        while b + 1 < len(lane_ops) and is_copy[lane_ops[b + 1]]:
+            b += 1
+        m0 = a
+        while m0 > 0 and not is_copy[lane_ops[m0 - 1]]:
+            m0 -= 1
+        m, n = a - m0, b - a + 1
+        if m == 0:
+            return None
+        k = max(m - n + (j - a), 0)
+        return lane_ops[m0 + k]
+
+    _move(g, p, copies, lambda i: ("side", int(g.device[i]), str(g.copy_dir[i])), producer,
+          reissue=True)
+
+
+def comm_overlap(g: Graph, p: Plan) -> None:
+    comm = np.flatnonzero((g.ntype == GPU) & g.comm)
+    if not len(comm):
+        p.notes.append("comm-overlap: the trace has no collectives")
+        return
+    is_comm = np.zeros(len(g), bool)
+    is_comm[comm] = True
+
+    def producer(lane_ops: list[int], j: int) -> int | None:
+        for k in range(j - 1, -1, -1):
+            if not is_comm[lane_ops[k]]:
+                return lane_ops[k]
+        return None
+
+    _move(g, p, comm, lambda i: ("comm", int(g.device[i])), producer)
+
+
+def no_host_sync(g: Graph, p: Plan) -> None:
+    waits = np.flatnonzero((g.sync != NO_SYNC) & p.wait_kept)
+    dropped = 0
+    for c in waits.tolist():
+        ln = g.lane[c]
+        nxt = np.flatnonzero((g.lane == ln) & (np.arange(len(g)) > c)
+                             & (((g.ntype == HOST) & g.launches) | (g.ntype == MARK)))
+        if len(nxt) and g.ntype[nxt[0]] == HOST and not _ends_step(g, c, int(nxt[0])):
+            p.wait_kept[c] = False
+            dropped += 1
+    p.notes.append(f"no-host-sync: dropped {dropped} of {len(waits)} host waits")
+
+
+def _ends_step(g: Graph, a: int, b: int) -> bool:
+    """Whether a step boundary lies between nodes a and b (in node order)."""
+    return any(a < s < b or a < e < b for _, s, e in g.steps)
+
+
+def no_launch_overhead(g: Graph, p: Plan) -> None:
+    calls = np.flatnonzero((g.ntype == HOST) & g.launches & (g.sync == NO_SYNC))
+    p.dur[calls] = 0
+    p.gap[g.launch_gap & (g.ntype != GPU)] = 0
+    ops = np.flatnonzero((g.ntype == GPU) & (g.launch >= 0))
+    p.d_launch[ops] = _queue(g)
+
+
+def faster_kernels(g: Graph, p: Plan, rx: re.Pattern[str], factor: float) -> None:
+    hit = _matching(g, rx)
+    p.dur[hit] = np.round(p.dur[hit] / factor).astype(np.int64)
+    p.notes.append(f"{rx.pattern}: {len(hit)} kernels {factor:g}x faster")
+
+
+def _matching(g: Graph, rx: re.Pattern[str], memsets: bool = False) -> np.ndarray:
+    kinds = [KERNEL, MEMSET] if memsets else [KERNEL]
+    k = np.flatnonzero((g.ntype == GPU) & np.isin(g.gkind, kinds))
+    names = g.name[k]
+    uniq = {str(n): bool(rx.search(str(n))) for n in set(names.tolist())}
+    return k[np.array([uniq[str(n)] for n in names], bool)] if len(k) else k
+
+
+def spread(g: Graph, p: Plan, rx: re.Pattern[str], n: int) -> None:
+    hit = _matching(g, rx, memsets=True)
+    p.notes.append(f"spread {rx.pattern}: {len(hit)} kernels over {n} streams")
+    if not len(hit):
+        return
+    is_hit = np.zeros(len(g), bool)
+    is_hit[hit] = True
+    ops = np.flatnonzero(g.ntype == GPU)
+    q = _queue(g)
+    rr: dict[int, int] = {}
+    for _, lane_ops in _lane_runs(g, p, ops).items():
+        last = None
+        pending: list[int] = []
+        for i in lane_ops:
+            if is_hit[i]:
+                if last is not None:
+                    p.deps.append((i, last, q))
+                pending.append(i)
+                d = int(g.device[i])
+                k = rr.get(d, 0)
+                rr[d] = k + 1
+                p.lane[i] = p.new_lane(("spread", d, k % n))
+            else:
+                p.deps.extend((i, m, q) for m in pending)
+                pending = []
+                last = i

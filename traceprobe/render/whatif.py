@@ -1,0 +1,79 @@
+"""What-if results (``traceprobe.whatif/1`` dicts) as text or Markdown.
+
+``render(result, fmt="text"|"markdown") -> str``: one line per step (measured, replayed,
+predicted, speedup), then a sentence saying what the change buys and what then bounds the
+step (the largest category on the predicted critical path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from traceprobe.render.units import fmt_time
+
+
+def _bound(cp: Mapping[str, Any] | None) -> str:
+    if not cp or not cp.get("length_us"):
+        return "nothing"
+    br = cp.get("breakdown") or {}
+    top = max(br, key=lambda k: br[k]) if br else None
+    if top is None:
+        return "nothing"
+    return f"{top} ({br[top] / cp['length_us']:.0%} of the path)"
+
+
+def sentence(w: Mapping[str, Any], scenarios: list[str]) -> str:
+    what = " + ".join(scenarios) if scenarios else "no change"
+    m, p = w.get("measured_us") or 0.0, w.get("predicted_us") or 0.0
+    step = "the trace" if w.get("step") is None else f"step {w['step']}"
+    if not scenarios:
+        gain = "replays it as measured"
+    elif p < m:
+        gain = f"would save {fmt_time(m - p)} of {step} ({(m - p) / m:.0%}, {m / p:.2f}x faster)"
+    elif p > m:
+        gain = f"would cost {fmt_time(p - m)} more on {step}"
+    else:
+        gain = f"would not change {step}"
+    measured = _bound(w.get("measured_critical_path"))
+    predicted = _bound(w.get("critical_path"))
+    return (f"{what} {gain}; the path is bound by {measured} as measured, "
+            f"by {predicted} after the change.")
+
+
+def render(result: Mapping[str, Any], fmt: str = "text") -> str:
+    scen = list(result.get("scenarios") or [])
+    ws = list(result.get("windows") or [])
+    head = ("step", "measured", "replayed", "predicted", "speedup")
+    rows = []
+    for w in ws:
+        sp = w.get("speedup")
+        rows.append((
+            "all" if w.get("step") is None else str(w["step"]),
+            fmt_time(w.get("measured_us")), fmt_time(w.get("replayed_us")),
+            fmt_time(w.get("predicted_us")), "-" if sp is None else f"{sp:.2f}x",
+        ))
+    title = f"what if: {' + '.join(scen) if scen else 'no change'}"
+    notes = list(result.get("notes") or [])
+    if fmt == "markdown":
+        out = [f"# {title}", "", f"Trace: `{result.get('trace')}`", ""]
+        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        out.append("")
+        out += [sentence(w, scen) for w in ws[:1]]
+        out += [f"- {n}" for n in notes]
+        return "\n".join(out) + "\n"
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines = [f"traceprobe whatif: {result.get('trace')}", f"  {title}", ""]
+    lines.append("  " + "  ".join(h.rjust(widths[i]) for i, h in enumerate(head)))
+    lines += ["  " + "  ".join(c.rjust(widths[i]) for i, c in enumerate(r)) for r in rows]
+    lines.append("")
+    lines += [f"  {sentence(w, scen)}" for w in ws[:1]]
+    if len(ws) > 1:
+        tot_m = sum(w.get("measured_us") or 0 for w in ws)
+        tot_p = sum(w.get("predicted_us") or 0 for w in ws)
+        if tot_p > 0:
+            lines.append(f"  Over all {len(ws)} steps: {fmt_time(tot_m)} measured, "
+                         f"{fmt_time(tot_p)} predicted ({tot_m / tot_p:.2f}x).")
+    lines += [f"  note: {n}" for n in notes]
+    return "\n".join(lines) + "\n"
