@@ -92,10 +92,15 @@ class Collector:
         self.sizes: dict[int, int] = {}
         self.size_batch: dict[int, int] = {}  # correlation -> the batch its size came from
         self.rows: list[tuple[int, int, int]] = []  # (batch, CPU rows, GPU rows) per batch
+        self.lenient: Counter[str] = Counter()  # events read by a lenient rule, by rule
 
     def add(self, batch: list[Event], k: int | None = None) -> None:
         k = len(self.rows) if k is None else k
         xs = [e for e in batch if e.ph == "X"]
+        if len(xs) < len(batch):
+            begin_end = sum(1 for e in batch if e.ph in ("B", "E"))
+            if begin_end:
+                self.lenient["begin_end"] += begin_end
         start, end = self._times(xs, batch)
         cat = coerce.encode([e.cat for e in xs], self.cats, self._new_cat)
         name = coerce.encode([e.name for e in xs], self.names)
@@ -182,7 +187,8 @@ class Collector:
             what = (
                 f"{missing} complete ('X') event(s) have no ts"
                 if missing == len(bad)
-                else f"{len(bad)} complete ('X') event(s) have a missing or non-numeric ts"
+                else f"{len(bad)} complete ('X') event(s) have a missing, non-numeric or "
+                "out-of-range ts (beyond ±9.2e15 µs)"
             )
             raise TraceError(
                 self.source,
@@ -194,15 +200,27 @@ class Collector:
             ev = xs[int(np.flatnonzero(dst == 2)[0])]
             raise TraceError(
                 self.source,
-                f"{int((dst == 2).sum())} event(s) have a non-numeric "
+                f"{int((dst == 2).sum())} event(s) have a non-numeric or out-of-range "
                 f"dur (first: traceEvents[{self._index(batch, ev)}] "
                 f"dur={bytes(ev.dur).decode(errors='replace')})",
                 f"the trace is damaged; {REEXPORT}",
             )
+        no_dur = int((dst == 1).sum())
+        if no_dur:  # absent or null: zero-length, and the report says so
+            self.lenient["no_dur"] += no_dur
         neg = dur < 0
         if neg.any():
             self.clamped += int(neg.sum())
             dur[neg] = 0
+        over = start > np.iinfo(np.int64).max - dur
+        if over.any():
+            ev = xs[int(np.flatnonzero(over)[0])]
+            raise TraceError(
+                self.source,
+                f"{int(over.sum())} event(s) end beyond the int64 nanosecond range "
+                f"(first: traceEvents[{self._index(batch, ev)}] {ev.name!r})",
+                f"the trace is damaged; {REEXPORT}",
+            )
         return start, start + dur
 
     def _index(self, batch: list[Event], ev: Event) -> int:
@@ -224,6 +242,9 @@ class Collector:
             sizes=self.sizes,
             size_batch=self.size_batch,
             rows=self.rows,
+            salvaged=stream.salvaged,
+            warnings=list(stream.warnings),
+            notes={"lenient": dict(self.lenient)} if self.lenient else {},
         )
 
 
