@@ -298,7 +298,7 @@ def test_non_numeric_ts_and_dur(tmp_path):
             }
         )
     )
-    assert_good_message(load_error(path), path, "missing or non-numeric ts")
+    assert_good_message(load_error(path), path, "missing, non-numeric or out-of-range ts")
     path.write_text(
         json.dumps(
             {
@@ -316,7 +316,7 @@ def test_non_numeric_ts_and_dur(tmp_path):
             }
         )
     )
-    assert_good_message(load_error(path), path, "non-numeric dur", "dur=[1]")
+    assert_good_message(load_error(path), path, "non-numeric or out-of-range dur", "dur=[1]")
 
 
 # --------------------------------------------------------------------------- directories
