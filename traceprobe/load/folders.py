@@ -1,10 +1,13 @@
 """Finding trace files: what a path (a file, a folder of ranks or runs) expands to.
 
-A directory is searched recursively for the TensorBoard profiler layout
-(``<worker>.<id>.pt.trace.json[.gz]``, possibly under run folders); when it has
-none of those, every ``*.json`` / ``*.json.gz`` in it counts (one file per
-rank). Files come back in natural order (``rank-2`` before ``rank-10``), so
-the result does not depend on the file system.
+A directory is searched recursively for every ``*.json`` / ``*.json.gz`` file:
+the TensorBoard profiler layout (``<worker>.<id>.pt.trace.json[.gz]``, possibly
+under run folders) and other names alike (one file per rank), so that no trace is
+silently left out; a file there that is not a trace is reported as such by the
+loader. Hidden files and folders (``.name``) and traceprobe's own metadata
+(``traceprobe.meta.json`` of older recordings) are not traces. Files come back in
+natural order (``rank-2`` before ``rank-10``), so the result does not depend on the
+file system.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def find_traces(path: PathLike) -> list[Path]:
         raise TraceError(p, "no such file or directory", "check the path")
     if not p.is_dir():
         raise TraceError(p, "is neither a file nor a directory", "pass a trace file")
-    found = _glob(p, TENSORBOARD_PATTERNS) or _glob(p, TRACE_PATTERNS)
+    found = _glob(p, TRACE_PATTERNS)
     if not found:
         raise TraceError(
             p,
@@ -42,8 +45,18 @@ def find_traces(path: PathLike) -> list[Path]:
     return found
 
 
+NOT_TRACES = frozenset({"traceprobe.meta.json"})  # record's metadata, before it was renamed
+
+
 def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    hits = {q for pat in patterns for q in root.rglob(pat) if q.is_file()}
+    hits = {
+        q
+        for pat in patterns
+        for q in root.rglob(pat)
+        if q.name not in NOT_TRACES
+        and not any(part.startswith(".") for part in q.relative_to(root).parts)
+        and q.is_file()
+    }
     return sorted(hits, key=_natural_key)
 
 

@@ -32,8 +32,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from traceprobe.load.columns import Collector
 from traceprobe.errors import TraceError
+from traceprobe.load.columns import Collector
 from traceprobe.load.read import BATCH_BYTES, Event, EventStream, FileChunks, decode_events
 from traceprobe.load.schema import Columns
 
