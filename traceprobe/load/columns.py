@@ -148,9 +148,7 @@ class Collector:
                     "end": end[gi],
                     "correlation": corr[gi],
                     "external_id": ext[gi],
-                    "device": coerce.with_fallback(
-                        [a.device for a in args], frm, [e.pid for e in evs]
-                    ),
+                    "device": self._devices(args, frm, evs),
                     "stream": coerce.with_fallback([a.stream for a in args], [e.tid for e in evs]),
                     "bytes": coerce.int64([a.bytes for a in args]),
                     "from": coerce.int64(frm),
@@ -162,6 +160,17 @@ class Collector:
         if len(si):
             self._skip(cat[si], start[si], end[si])
         self.rows.append((k, len(ci), len(gi)))
+
+    def _devices(self, args: list[Any], frm: list[Any], evs: list[Event]) -> np.ndarray:
+        """args.device, else args.fromDevice, else the number in pid; a device that is
+        given but is no whole number (``0.9``, a list) is unknown (-1), not a guess."""
+        given = [a.device for a in args]
+        device = coerce.with_fallback(given, frm, [e.pid for e in evs])
+        if given.count(None) != len(given):
+            junk = (coerce.int64(given) < 0) & np.array([d is not None for d in given])
+            if junk.any():
+                device[junk] = -1
+        return device
 
     def _new_cat(self, c: str) -> None:
         g = _GPU if c in GPU_CATEGORIES else _SKIP if c in SKIPPED_CATEGORIES else _CPU

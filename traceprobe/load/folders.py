@@ -12,6 +12,7 @@ file system.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable
@@ -28,10 +29,26 @@ TRACE_PATTERNS = ("*.json", "*.json.gz")
 def find_traces(path: PathLike) -> list[Path]:
     """The trace files a path names: itself if a file, else those under a directory."""
     p = Path(path)
+    try:
+        os.stat(p)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise TraceError(
+                p, "is a loop of symbolic links", "point at the trace itself"
+            ) from None
+        if e.errno == errno.ENAMETOOLONG:
+            raise TraceError(
+                p, "a name in the path is too long for the file system", "check the path"
+            ) from None
+        if p.is_symlink():
+            raise TraceError(
+                p, "is a symbolic link to a missing file", "fix the link or its target"
+            ) from None
+        if isinstance(e, FileNotFoundError):
+            raise TraceError(p, "no such file or directory", "check the path") from None
+        raise TraceError(p, f"cannot read it ({e.strerror or e})", "check the path") from None
     if p.is_file():
         return [p]
-    if not p.exists():
-        raise TraceError(p, "no such file or directory", "check the path")
     if not p.is_dir():
         raise TraceError(p, "is neither a file nor a directory", "pass a trace file")
     found = _glob(p, TRACE_PATTERNS)

@@ -168,6 +168,7 @@ def merge(parts: list[Columns]) -> Columns:
         rows=[(k, *parts[i].rows[j][1:]) for k, i, j in order],
         batches=n,
         notes={"lenient": dict(lenient)} if lenient else {},
+        warnings=list(dict.fromkeys(w for p in parts for w in p.warnings)),
     )
 
 

@@ -65,6 +65,9 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
     }
     if step is None or step == "all":
         lo, hi, basis = default_window(timeline)
+        gap = stray_gap(timeline, lo, hi)
+        if gap is not None:
+            own["warnings"] += (gap,)
         whole = _window_report(timeline.window(lo, hi), lo, hi, None, devs, pid, basis)
         steps: tuple[Report, ...] = ()
         if step == "all":
@@ -105,6 +108,38 @@ def default_window(timeline: Timeline) -> tuple[int, int, str]:
     if lo is None or hi is None:
         return 0, 0, "events"
     return lo, hi, "events"
+
+
+STRAY_GAP = 0.9  # a gap without events this share of the window: a stray timestamp?
+STRAY_MIN_NS = 1_000_000_000  # only in windows over a second
+
+
+def stray_gap(timeline: Timeline, lo: int, hi: int) -> str | None:
+    """A warning when one gap with no event at all covers most of the window (> 90%
+    of a window over 1 s): typically one stray timestamp (``ts: 0`` among epoch-scale
+    ones) stretching the window, so that every utilization looks near zero."""
+    if hi - lo < STRAY_MIN_NS:
+        return None
+    import numpy as np
+
+    from traceprobe.intervals import spans
+
+    starts, ends = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    for df in (timeline.gpu, timeline.cpu):
+        if not df.empty:
+            starts.append(df["start"].to_numpy(np.int64).clip(lo, hi))
+            ends.append(df["end"].to_numpy(np.int64).clip(lo, hi))
+    union = spans(np.concatenate(starts), np.concatenate(ends))
+    t = np.concatenate([[lo], union.ends])  # where each gap starts
+    gaps = np.concatenate([union.starts, [hi]]) - t
+    i = int(gaps.argmax())
+    if gaps[i] <= STRAY_GAP * (hi - lo):
+        return None
+    return (
+        f"{gaps[i] / (hi - lo):.1%} of the window ({gaps[i] / 1e9:,.3f} s, from "
+        f"{(int(t[i]) - lo) / 1e3:,.1f} µs into it) holds no event at all: probably a stray "
+        "timestamp; the figures count that gap as idle (analyse a --step, or fix the trace)"
+    )
 
 
 def _event_span(timeline: Timeline) -> tuple[int | None, int | None]:
