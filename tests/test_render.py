@@ -101,9 +101,9 @@ def make_report() -> dict[str, Any]:
             ],
             "streams": [
                 {"device": 0, "streams": 2, "concurrent_us": 900.0, "max_concurrent": 2,
-                 "pairs": [{"streams": [7, 20], "overlap_us": 900.0}]},
+                 "pairs": [{"streams": [7, 20], "overlap_us": 900.0}], "pairs_omitted": False},
                 {"device": 1, "streams": 1, "concurrent_us": 0.0, "max_concurrent": 1,
-                 "pairs": []},
+                 "pairs": [], "pairs_omitted": False},
             ],
         },
         "host": {

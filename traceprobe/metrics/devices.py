@@ -6,6 +6,13 @@
 A stream's busy set is the union of its own activities, so two kernels that
 overlap on one stream (a profiler artefact or a graph) count once towards
 stream concurrency; their double-booking shows up as ``self_overlap_ns`` instead.
+
+Stream concurrency costs one sort of all the streams' busy intervals per device
+(a sweep line), whatever the number of streams (CUDA graphs, NCCL channels and many
+processes make thousands). The pairwise table lists every pair of a device with at
+most ``ALL_PAIRS_UPTO`` streams; above that, only the ``TOP_PAIRS`` most overlapping
+pairs (``pairs_omitted`` true), found by the same sweep while the work of
+attributing time to pairs stays within ``PAIR_BUDGET`` (else no pairs are listed).
 """
 
 from __future__ import annotations
@@ -72,6 +79,12 @@ class StreamConcurrency:
     concurrent_ns: int
     max_concurrent: int
     pairs: tuple[StreamPair, ...]
+    pairs_omitted: bool = False  # not every pair is listed (more than ALL_PAIRS_UPTO streams)
+
+
+ALL_PAIRS_UPTO = 32  # streams on a device up to which every pair is listed
+TOP_PAIRS = 10  # pairs listed above that
+PAIR_BUDGET = 5_000_000  # pair-time updates the sweep may spend on the top pairs
 
 
 def _arrays(gpu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -159,28 +172,78 @@ def stream_busy(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[StreamBusy, 
 def stream_concurrency(
     streams: Sequence[StreamBusy], devices: Sequence[int]
 ) -> tuple[StreamConcurrency, ...]:
-    """Per device: time with >= 2 streams busy, the most at once, and every pair's overlap.
+    """Per device: time with >= 2 streams busy, the most at once, and the pairs' overlap.
 
     Works on each stream's busy *union*, so the depth of the sweep is the number
-    of distinct streams busy at an instant.
+    of distinct streams busy at an instant. Linear in the streams (one sort per device).
     """
+    by_device: dict[int, list[StreamBusy]] = {}
+    for st in streams:
+        by_device.setdefault(st.device, []).append(st)
     out = []
     for d in devices:
-        mine = [s for s in streams if s.device == d]
+        mine = by_device.get(d, [])
         sets = [s.busy for s in mine]
         starts = np.concatenate([x.starts for x in sets]) if sets else EMPTY.starts
         ends = np.concatenate([x.ends for x in sets]) if sets else EMPTY.ends
-        pairs = []
-        for i, a in enumerate(mine):
-            for b in mine[i + 1 :]:
-                pairs.append(StreamPair((a.stream, b.stream), overlap(a.busy, b.busy)))
+        omitted = len(mine) > ALL_PAIRS_UPTO
+        if omitted:
+            pairs = top_pairs(mine, TOP_PAIRS)
+        else:
+            pairs = tuple(
+                StreamPair((a.stream, b.stream), overlap(a.busy, b.busy))
+                for i, a in enumerate(mine)
+                for b in mine[i + 1 :]
+            )
         out.append(
             StreamConcurrency(
                 device=d,
                 streams=len(mine),
                 concurrent_ns=coverage(starts, ends, 2).length,
                 max_concurrent=max_depth(starts, ends),
-                pairs=tuple(pairs),
+                pairs=pairs,
+                pairs_omitted=omitted,
             )
         )
     return tuple(out)
+
+
+def top_pairs(
+    streams: Sequence[StreamBusy], n: int, budget: int = PAIR_BUDGET
+) -> tuple[StreamPair, ...]:
+    """The ``n`` most overlapping pairs of ``streams`` (|busy(a) ∩ busy(b)| > 0), by a
+    sweep over all their busy intervals: each stretch with k streams busy adds its
+    length to the k(k-1)/2 pairs busy in it. Stops (no pairs) past ``budget`` such
+    additions, so that many streams busy at once cannot make it quadratic."""
+    ids = [s.stream for s in streams]
+    sid = np.concatenate(
+        [np.full(len(s.busy.starts), i, np.int64) for i, s in enumerate(streams)]
+        or [np.empty(0, np.int64)]
+    )
+    starts = np.concatenate([s.busy.starts for s in streams] or [EMPTY.starts])
+    ends = np.concatenate([s.busy.ends for s in streams] or [EMPTY.ends])
+    times = np.concatenate([ends, starts])
+    delta = np.concatenate([np.full(len(ends), -1), np.full(len(starts), 1)])
+    who = np.concatenate([sid, sid])
+    order = np.lexsort((delta, times))  # at one instant, ends before starts (half-open)
+    acc: dict[tuple[int, int], int] = {}
+    active: set[int] = set()
+    spent, prev = 0, 0
+    for t, dl, w in zip(times[order].tolist(), delta[order].tolist(), who[order].tolist(),
+                        strict=True):
+        k = len(active)
+        if k >= 2 and t > prev:
+            spent += k * (k - 1) // 2
+            if spent > budget:
+                return ()
+            members = sorted(active)
+            for i, a in enumerate(members):
+                for b in members[i + 1 :]:
+                    acc[(a, b)] = acc.get((a, b), 0) + (t - prev)
+        prev = t
+        if dl > 0:
+            active.add(w)
+        else:
+            active.discard(w)
+    best = sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    return tuple(StreamPair((ids[a], ids[b]), ns) for (a, b), ns in best)
