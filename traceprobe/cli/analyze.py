@@ -159,6 +159,10 @@ def analyze(
         raise click.exceptions.Exit(TraceError.exit_code)
     _notices(timelines, strict=strict)
     only = list(devices) or None
+    if only is not None:
+        from traceprobe.report.build import check_devices
+
+        check_devices(timelines, only)
     if len(timelines) == 1:
         data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
         per_trace = [data]
