@@ -59,15 +59,13 @@ def analyze(
 def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
     pid = host_process(timeline.cpu)
     extra = timeline.meta.extra
-    own = {
-        "warnings": tuple(extra.get("warnings", ())),
-        "salvaged": extra.get("salvaged"),
-    }
+    warnings: tuple[str, ...] = tuple(extra.get("warnings", ()))
+    salvaged: dict[str, Any] | None = extra.get("salvaged")
     if step is None or step == "all":
         lo, hi, basis = default_window(timeline)
         gap = stray_gap(timeline, lo, hi)
         if gap is not None:
-            own["warnings"] += (gap,)
+            warnings += (gap,)
         span = timeline.span
         covers = basis == "events" and (span is None or (lo <= span[0] and span[1] <= hi))
         part = timeline if covers else timeline.window(lo, hi)
@@ -78,12 +76,12 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
                 _window_report(timeline.window(s, e), s, e, n, devs, pid, "step")
                 for n, s, e in _step_rows(timeline)
             )
-        whole = replace(whole, steps=steps, **own)
+        whole = replace(whole, steps=steps, warnings=warnings, salvaged=salvaged)
         return replace(whole, headlines=headlines(whole))
     n = _step_number(step, timeline)
     s, e = next((s, e) for m, s, e in _step_rows(timeline) if m == n)
     rep = _window_report(timeline.window(s, e), s, e, n, devs, pid, "step")
-    rep = replace(rep, **own)
+    rep = replace(rep, warnings=warnings, salvaged=salvaged)
     return replace(rep, headlines=headlines(rep))
 
 
