@@ -351,6 +351,7 @@ def test_figures_md_worked_example() -> None:
         "concurrent_us": 4.0,
         "max_concurrent": 2,
         "pairs": [{"streams": [7, 20], "overlap_us": 4.0}],
+        "pairs_omitted": False,
     }
     h0, h1 = d["host"]["devices"]
     assert (h0["idle_us"], h0["idle_host_busy_us"]) == (4.0, 4.0)
