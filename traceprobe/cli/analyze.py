@@ -14,6 +14,7 @@ from typing import Any, Literal
 import click
 
 from traceprobe import output
+from traceprobe.cli.notices import notices
 from traceprobe.errors import TraceError
 from traceprobe.render import formats
 
@@ -157,7 +158,7 @@ def analyze(
         click.echo(f"traceprobe: error: {e}", err=True)
     if not timelines:
         raise click.exceptions.Exit(TraceError.exit_code)
-    _notices(timelines, strict=strict)
+    notices(timelines, strict=strict)
     only = list(devices) or None
     if only is not None:
         from traceprobe.report.build import check_devices
@@ -201,28 +202,6 @@ def _unique(files: list[Path]) -> list[Path]:
     for f in files:
         seen.setdefault(os.path.realpath(f), f)
     return list(seen.values())
-
-
-def _notices(timelines: list, *, strict: bool) -> None:
-    """One stderr line per salvaged trace and per lenient reading (the report says it too)."""
-    for tl in timelines:
-        salvaged = tl.meta.extra.get("salvaged")
-        if salvaged is not None:
-            if strict:
-                raise TraceError(
-                    tl.source,
-                    f"{salvaged['reason']}; {salvaged['events_kept']:,} complete events "
-                    "before the cut could be analysed",
-                    "drop --strict to analyse them, or record the trace again",
-                )
-            click.echo(
-                f"traceprobe: notice: {tl.source}: {salvaged['reason']}; analysing the "
-                f"{salvaged['events_kept']:,} complete events before the cut "
-                f"({salvaged['bytes_read']:,} bytes of JSON)",
-                err=True,
-            )
-        for w in tl.meta.extra.get("warnings", ()):
-            click.echo(f"traceprobe: warning: {tl.source}: {w}", err=True)
 
 
 def _check_tensorboard(files: list[Path], *, force: bool) -> None:

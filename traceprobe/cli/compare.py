@@ -68,10 +68,16 @@ def compare(
     output.check_target(output_path, force=force)
     files = [_one_trace(p, loader.find_traces) for p in (trace_a, trace_b)]
     output.check_not_input(output_path, files)  # never over an input, whatever --force says
+    from traceprobe.cli.notices import notices
+
     if os.path.realpath(files[0]) == os.path.realpath(files[1]):  # load_many loads each once
-        a = b = rp.analyze(loader.load(files[0]), step=step).to_dict()
+        tl = loader.load(files[0])
+        notices([tl])
+        a = b = rp.analyze(tl, step=step).to_dict()
     else:
-        a, b = (rp.analyze(t, step=step).to_dict() for t in loader.load_many(files))
+        tls = loader.load_many(files)
+        notices(tls)
+        a, b = (rp.analyze(t, step=step).to_dict() for t in tls)
     result = compare_reports(a, b)
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
