@@ -375,3 +375,15 @@ def test_hta_failing_keeps_the_report(tmp_path, monkeypatch):
     d = json.loads(r.stdout)
     assert "HTA could not parse" in d["hta"]["error"] and d["devices"]
     assert "warning" in r.stderr and str(trace) in r.stderr
+
+
+def test_compare_and_check_say_a_trace_was_salvaged(tmp_path):
+    raw = gzip.decompress(next(SAMPLE.glob("*.json.gz")).read_bytes())
+    cut = tmp_path / "killed.json"
+    cut.write_bytes(raw[: len(raw) // 2])
+    whole = tmp_path / "whole.json"
+    whole.write_bytes(raw)
+    r = run("compare", whole, cut)
+    assert r.exit_code == 0 and "notice" in r.stderr and str(cut) in r.stderr
+    r = run("check", cut, "--expect", "kernels >= 0")
+    assert "notice" in r.stderr and str(cut) in r.stderr, r.stderr
