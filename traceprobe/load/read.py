@@ -21,20 +21,30 @@ turns a batch of them into exact int64 nanoseconds.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import zlib
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from traceprobe.errors import TraceError
+from traceprobe.load.files import (  # re-exported: the bytes stage, in its own module
+    BATCH_BYTES,
+    GZIP_MAGIC,
+    READ_BYTES,
+    REEXPORT,
+    FileChunks,
+    read_chunks,
+)
 from traceprobe.load.timestamps import us_to_ns
 
 __all__ = [
+    "BATCH_BYTES",
+    "GZIP_MAGIC",
+    "READ_BYTES",
+    "REEXPORT",
+    "FileChunks",
     "Document",
     "Event",
     "EventStream",
@@ -45,22 +55,7 @@ __all__ = [
     "us_to_ns",
 ]
 
-GZIP_MAGIC = b"\x1f\x8b"
-REEXPORT = (
-    "re-export the trace with torch.profiler's export_chrome_trace or tensorboard_trace_handler"
-)
-BATCH_BYTES = 1 << 20  # JSON text decoded at a time (bounds the memory for structs)
-READ_BYTES = 1 << 16  # compressed bytes read at a time (about 1 MB of JSON)
-
 _EMPTY = msgspec.Raw(b"")
-
-try:  # ISA-L inflates about 3x as fast as zlib, with the same interface; optional
-    from isal import isal_zlib as _inflate
-
-    _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate.error)  # type: ignore[assignment]
-except ImportError:
-    _inflate = zlib  # type: ignore[misc, unused-ignore]
-    _INFLATE_ERRORS = (zlib.error,)
 
 
 class Args(msgspec.Struct, frozen=True, gc=False):
@@ -118,142 +113,6 @@ _ANY_KEY = re.compile(rb'(?<!\\)"traceEvents"\s*:')
 _CONTROLS = bytes(b if b >= 0x20 else 0x20 for b in range(256))
 _CONTROLS_NOTE = "raw control characters (or line breaks) inside strings were read as spaces"
 _SALVAGE_TRIES = 256  # cuts tried backwards from the end of a cut-short text
-
-
-# --------------------------------------------------------------------------- bytes
-
-
-def read_chunks(path: str | os.PathLike[str]) -> Iterator[bytes]:
-    """The file's bytes in pieces, gunzipped when they start with the gzip magic.
-
-    A gzip stream that ends early raises (use :class:`FileChunks` to salvage it)."""
-    chunks = FileChunks(path)
-    yield from chunks
-    if chunks.cut is not None:
-        raise chunks.cut
-
-
-def _read(f: Any, p: Path, n: int) -> bytes:
-    try:
-        return f.read(n)
-    except OSError as e:
-        raise TraceError(
-            p, f"cannot read the file ({e.strerror or e})", "check the file and the disk"
-        ) from None
-
-
-class FileChunks:
-    """The file's bytes in pieces, gunzipped when they start with the gzip magic.
-
-    A gzip stream that ends early (a killed writer, a partial copy) does not raise:
-    iteration ends with what it held and ``cut`` is the error it would have been, so
-    :class:`EventStream` can keep the complete events. Trailing bytes after the last
-    gzip member that are not another member (NUL padding, junk) are ignored, as
-    ``gzip -dc`` does, and counted in ``trailing``.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self.cut: TraceError | None = None
-        self.trailing = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        p = self.path
-        try:
-            f = p.open("rb")
-        except FileNotFoundError:
-            if p.is_symlink():
-                raise TraceError(
-                    p, "is a symbolic link to a missing file", "fix the link or its target"
-                ) from None
-            raise TraceError(p, "no such file", "check the path") from None
-        except IsADirectoryError:
-            raise TraceError(
-                p,
-                "is a directory, not a trace file",
-                "use load_many() or find_traces() for a directory",
-            ) from None
-        except PermissionError:
-            raise TraceError(
-                p, "cannot read the file (permission denied)", "check the file's permissions"
-            ) from None
-        except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise TraceError(
-                    p, "is a loop of symbolic links", "point at the trace file itself"
-                ) from None
-            if e.errno == errno.ENAMETOOLONG:
-                raise TraceError(
-                    p, "a name in the path is too long for the file system", "check the path"
-                ) from None
-            raise TraceError(
-                p, f"cannot read the file ({e.strerror or e})", "check the file and the disk"
-            ) from None
-        with f:
-            first = _read(f, p, READ_BYTES)
-            if not first:
-                raise TraceError(
-                    p,
-                    "the file is empty (0 bytes)",
-                    f"the profiler probably stopped before writing; {REEXPORT}",
-                )
-            if first[:2] == GZIP_MAGIC:
-                yield from self._gunzip(first, f)
-                return
-            yield first
-            while block := _read(f, p, BATCH_BYTES):
-                yield block
-
-    def _gunzip(self, first: bytes, f: Any) -> Iterator[bytes]:
-        p = self.path
-
-        def corrupt(why: str) -> TraceError:
-            return TraceError(
-                p,
-                f"the gzip data is {why}",
-                f"copy the file again or {REEXPORT}; `gzip -t FILE` tests it",
-            )
-
-        d = _inflate.decompressobj(wbits=31)
-        block, produced, done = first, 0, False
-        while block:
-            if done:  # after the last member: trailing bytes, ignored as gzip -dc does
-                self.trailing += len(block)
-                block = _read(f, p, READ_BYTES)
-                continue
-            try:
-                out = d.decompress(block)
-                while d.eof and d.unused_data:  # concatenated gzip members, or trailing bytes
-                    rest = d.unused_data
-                    if rest[:2] != GZIP_MAGIC:
-                        self.trailing += len(rest)
-                        done = True
-                        break
-                    d = _inflate.decompressobj(wbits=31)
-                    out += d.decompress(rest)
-            except _INFLATE_ERRORS as e:
-                raise corrupt(f"corrupt ({e})") from None
-            if out:
-                produced += len(out)
-                yield out
-            block = _read(f, p, READ_BYTES)
-        if not d.eof:
-            try:
-                out = d.flush()
-            except _INFLATE_ERRORS:  # pragma: no cover - flush of a cut stream gives what it has
-                out = b""
-            if out:
-                produced += len(out)
-                yield out
-            self.cut = corrupt(f"truncated (it ends after {produced:,} bytes of JSON)")
-        if not produced:
-            if self.cut is not None:
-                raise self.cut
-            raise TraceError(
-                p,
-                "the gzip file holds no data",
-                f"the profiler probably stopped before writing; {REEXPORT}",
-            )
 
 
 # --------------------------------------------------------------------------- events
