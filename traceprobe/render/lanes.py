@@ -295,11 +295,18 @@ def lanes_for_report(
 
 def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple[int, int] | None:
     """The window a report dict analysed, in exact ns: the step's ``ProfilerStep`` window
-    when ``window.step`` is set, else the whole trace (``timeline.span``). A step the
-    timeline lacks falls back to the report's ``start_us``/``end_us`` (floats)."""
+    when ``window.step`` is set, else the report's default window (the profiled steps, or
+    the profiler's span: :func:`traceprobe.report.build.default_window`), or the whole
+    trace for a report without a ``window.basis``. A step the timeline lacks falls back to
+    the report's ``start_us``/``end_us`` (floats)."""
     w = (report or {}).get("window") or {}
     step = w.get("step")
     if step is None:
+        if w.get("basis") in ("steps", "profiler"):
+            from traceprobe.report.build import default_window
+
+            lo, hi, _ = default_window(timeline)
+            return lo, hi
         return timeline.span
     hit = timeline.steps[timeline.steps["step"] == step].sort_values("start", kind="stable")
     if len(hit):  # the first window of that number, as the report takes it
