@@ -305,8 +305,8 @@ def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple
         if w.get("basis") in ("steps", "profiler"):
             from traceprobe.report.build import default_window
 
-            lo, hi, _ = default_window(timeline)
-            return lo, hi
+            start, end, _ = default_window(timeline)
+            return start, end
         return timeline.span
     hit = timeline.steps[timeline.steps["step"] == step].sort_values("start", kind="stable")
     if len(hit):  # the first window of that number, as the report takes it
