@@ -30,6 +30,11 @@ Rows (``--only`` picks some, by key):
 writes k-fold copies of TRACE with scripts/enlarge_trace.py (into --data-dir, reused
 when newer than TRACE and the script) and reports seconds and MB per raw (uncompressed) MB.
 
+``--shapes`` measures ``traceprobe analyze`` on generated traces of shapes that once made
+its cost grow faster than the trace (issue 9): 10,000 streams on one GPU (stream
+concurrency), and 10,000 ProfilerSteps with ``--step all`` (one sub-report per step);
+TRACE is not needed. The target is under 10 s each on a 2-core machine.
+
 The report is Markdown; ``--write-docs FILE`` puts exactly what was printed between
 ``<!-- bench:start -->`` and ``<!-- bench:end -->`` in FILE (``bench-scale`` markers
 for ``--scale``).
@@ -616,6 +621,80 @@ def write_docs(path: Path, text: str, name: str = "bench") -> None:
 # --------------------------------------------------------------------------- main
 
 
+# --------------------------------------------------------------------------- shapes
+
+
+def many_streams_trace(n: int = 10_000) -> dict:
+    """One GPU with ``n`` streams (CUDA graphs, NCCL channels), two kernels each, launched in
+    waves of 64 so that streams overlap; one launch call per kernel."""
+    events: list[dict] = []
+    corr = 0
+    for s in range(n):
+        for k in range(2):
+            corr += 1
+            t = (s // 64) * 200 + k * 100 + (s % 64)
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                           "pid": 1, "tid": 1, "ts": t, "dur": 2, "args": {"correlation": corr}})
+            events.append({"ph": "X", "cat": "kernel", "name": f"k{s % 50}", "pid": 0,
+                           "tid": 1000 + s, "ts": t + 5, "dur": 80,
+                           "args": {"device": 0, "stream": 1000 + s, "correlation": corr}})
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+def many_steps_trace(n: int = 10_000) -> dict:
+    """``n`` ProfilerSteps, each with a launch, a kernel, a copy and an op (for --step all)."""
+    events: list[dict] = []
+    for i in range(n):
+        t = i * 100
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1,
+             "tid": 1, "ts": t, "dur": 100},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t + 1,
+             "dur": 8},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+             "ts": t + 2, "dur": 5, "args": {"correlation": 2 * i}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 10,
+             "dur": 50, "args": {"device": 0, "stream": 7, "correlation": 2 * i}},
+            {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0,
+             "tid": 8, "ts": t + 20, "dur": 30,
+             "args": {"device": 0, "stream": 8, "correlation": 2 * i + 1, "bytes": 4096}},
+        ]
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+SHAPES: dict[str, tuple[str, object, list[str]]] = {
+    "streams-10k": ("10,000 streams, one GPU", many_streams_trace, []),
+    "steps-10k": ("10,000 steps, --step all", many_steps_trace, ["--step", "all"]),
+}
+SHAPE_TARGET_S = 10.0
+
+
+def shape_rows(workdir: Path, traceprobe_cmd: str, log) -> list[Row]:
+    rows = []
+    for key, (label, make, extra) in SHAPES.items():
+        path = workdir / f"{key}.json.gz"
+        path.write_bytes(gzip.compress(json.dumps(make()).encode(), mtime=0))  # type: ignore[operator]
+        log(f"bench: wrote {path.name} ({path.stat().st_size / 1e6:.1f} MB gzipped)")
+        rows.append(Row(key, label, argv_for("traceprobe", path, workdir, traceprobe_cmd) + extra))
+    return rows
+
+
+def shapes_report(rows: list[Row], runs: int) -> str:
+    out = [
+        "| shape | runs | median s | min–max s | median peak RSS MB | under 10 s |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for row in rows:
+        s, m = row.median_s(), row.median_rss()
+        ok = "–" if s is None else ("yes" if s < SHAPE_TARGET_S else "**no**")
+        shown = "failed" if s is None else f"{s:.2f}"
+        out.append(
+            f"| {row.label} | {len(row.ok_runs)}/{runs} | {shown} | {_spread(row)} | "
+            f"{'–' if m is None else f'{m:.0f}'} | {ok} |"
+        )
+    return "\n".join([*machine_lines(), "", *out]) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -623,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
         "--write-docs docs/BENCHMARKS.md\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("trace", type=Path, help="a Kineto trace (.json or .json.gz)")
+    ap.add_argument("trace", type=Path, nargs="?", help="a Kineto trace (.json or .json.gz)")
     ap.add_argument("--runs", type=int, default=5, help="measured runs per row (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (default 1)")
     ap.add_argument("--only", default=None, help=f"rows to run, of {','.join(ALL_ROWS)}")
@@ -660,12 +739,25 @@ def main(argv: list[str] | None = None) -> int:
         help="--scale copies are gzipped (default: as TRACE is)",
     )
     gz.add_argument("--no-gzip", dest="gzip", action="store_false")
+    ap.add_argument("--shapes", action="store_true",
+                    help="measure generated 10,000-stream and 10,000-step traces (no TRACE)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
 
     if a.child:
         _child(a.child, str(a.trace))
         return 0
+    if a.shapes:
+        workdir = Path(tempfile.mkdtemp(prefix="traceprobe-bench-"))
+        try:
+            rows = shape_rows(workdir, a.traceprobe_cmd, lambda m: print(m, file=sys.stderr))
+            run_rows(rows, a.runs, a.warmup, workdir, lambda m: print(m, file=sys.stderr))
+            print(shapes_report(rows, a.runs), end="")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return 0
+    if a.trace is None:
+        ap.error("give a TRACE (or --shapes)")
 
     trace: Path = a.trace.resolve()
     if not trace.is_file():

@@ -86,13 +86,25 @@ def test_empty_gzip(tmp_path):
     assert_good_message(load_error(path), path, "gzip file holds no data")
 
 
-def test_truncated_gzip(tmp_path):
+def test_truncated_gzip_is_salvaged(tmp_path):
     # GIVEN a gzip file cut short, small and large
     for n in (200, 40_000):
         path = tmp_path / f"cut{n}.json.gz"
         data = gzip.compress(big_trace_text(n))
         path.write_bytes(data[: len(data) // 2])
-        assert_good_message(load_error(path), path, "gzip data is truncated", "gzip -t")
+        # WHEN loaded THEN the complete events are kept (tests/test_salvage.py: exactly which)
+        salvaged = loader.load(path).meta.extra["salvaged"]
+        assert 0 < salvaged["events_kept"] < n
+        assert "gzip stream ends early" in salvaged["reason"]
+
+
+def test_truncated_gzip_before_any_event(tmp_path):
+    # GIVEN a gzip file cut inside its first few bytes of JSON (no event complete)
+    path = tmp_path / "cut.json.gz"
+    data = gzip.compress(big_trace_text(200))
+    path.write_bytes(data[:12])
+    # THEN there is nothing to salvage: the gzip error
+    assert_good_message(load_error(path), path, "gzip data is truncated", "gzip -t")
 
 
 def test_corrupt_gzip(tmp_path):
@@ -136,22 +148,29 @@ def test_malformed_json_in_a_large_trace_gives_the_byte(tmp_path, where):
     assert_good_message(load_error(path), path, "not valid JSON", f"(byte {at})")
 
 
-def test_truncated_json(tmp_path):
-    # GIVEN traces cut in the middle: small (one decode) and large (many batches)
-    for name, text in (
-        ("small.json", json.dumps(TraceBuilder().document()).encode()),
-        ("large.json", big_trace_text()),
+def test_truncated_json_without_a_complete_event(tmp_path):
+    # GIVEN a trace cut before its first event ends
+    t = TraceBuilder()
+    t.kernel("k", ts=1, dur=1)
+    text = json.dumps(t.document()).encode()
+    path = tmp_path / "small.json"
+    path.write_bytes(text[: len(text) * 2 // 3])
+    # THEN there is nothing to salvage: one line that says so
+    assert_good_message(load_error(path), path, "truncated JSON", "interrupted")
+
+
+def test_truncated_json_is_salvaged(tmp_path):
+    # GIVEN a large trace (many batches) cut in the middle, plain and inside gzip
+    text = big_trace_text()
+    for name, data in (
+        ("large.json", text[: len(text) * 2 // 3]),
+        ("cut.json.gz", gzip.compress(text[: len(text) // 2])),
     ):
         path = tmp_path / name
-        path.write_bytes(text[: len(text) * 2 // 3])
-        assert_good_message(load_error(path), path, "truncated JSON", "interrupted")
-
-
-def test_truncated_json_inside_gzip(tmp_path):
-    path = tmp_path / "cut.json.gz"
-    text = big_trace_text()
-    path.write_bytes(gzip.compress(text[: len(text) // 2]))
-    assert_good_message(load_error(path), path, "truncated JSON")
+        path.write_bytes(data)
+        salvaged = loader.load(path).meta.extra["salvaged"]
+        assert 0 < salvaged["events_kept"] < 40_000
+        assert "JSON text ends mid-document" in salvaged["reason"]
 
 
 def test_object_without_trace_events(tmp_path):
@@ -279,7 +298,7 @@ def test_non_numeric_ts_and_dur(tmp_path):
             }
         )
     )
-    assert_good_message(load_error(path), path, "missing or non-numeric ts")
+    assert_good_message(load_error(path), path, "missing, non-numeric or out-of-range ts")
     path.write_text(
         json.dumps(
             {
@@ -297,7 +316,7 @@ def test_non_numeric_ts_and_dur(tmp_path):
             }
         )
     )
-    assert_good_message(load_error(path), path, "non-numeric dur", "dur=[1]")
+    assert_good_message(load_error(path), path, "non-numeric or out-of-range dur", "dur=[1]")
 
 
 # --------------------------------------------------------------------------- directories

@@ -775,15 +775,21 @@ def test_find_traces_reads_the_tensorboard_layout(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     # WHEN the directory is expanded and loaded
     found = loader.find_traces(tmp_path)
-    tls = loader.load_many(tmp_path, jobs=1)
-    # THEN only the trace files count, in natural order, one Timeline each
+    errors: list = []
+    with loader.start(tmp_path, jobs=1) as loading:
+        tls = loading.result(errors=errors)
+    # THEN every *.json[.gz] counts, in natural order (none is silently left out)...
     assert [p.relative_to(tmp_path).as_posix() for p in found] == [
+        "run1/config.json",
         "run1/host_2.10.pt.trace.json.gz",
         "run1/host_10.9.pt.trace.json",
         "run2/plugins/profile/h.1.pt.trace.json.gz",
     ]
+    # ...the one that is no trace is named as such, and the traces load, one Timeline each
+    [err] = errors
+    assert err.path == str(tmp_path / "run1" / "config.json") and "traceEvents" in err.problem
     assert [tl.meta.rank for tl in tls] == [0, 1, 2]
-    assert [tl.source for tl in tls] == [str(p) for p in found]
+    assert [tl.source for tl in tls] == [str(p) for p in found[1:]]
 
 
 def test_rank_files_in_a_directory_load_in_natural_order(tmp_path):

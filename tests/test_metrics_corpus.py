@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
@@ -41,18 +41,58 @@ def ns(value) -> int:
     return int((Decimal(value) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
+def default_window(events: list[dict]) -> tuple[int, int]:
+    """The documented default window (docs/REPORT_SCHEMA.md), from the raw events: the
+    ProfilerSteps' [first start, last end) (of the thread with the most of them); else the
+    profiler's ``Trace`` span tightened to the events (start-up overhead left out); else
+    first event start to last event end."""
+    xs = [e for e in events if e.get("ph") == "X"]
+
+    def interval(e: dict) -> tuple[int, int]:
+        start = ns(e["ts"])
+        return start, start + max(ns(e.get("dur", 0)), 0)
+
+    steps = [
+        e for e in xs
+        if e.get("cat") in ("user_annotation", "cpu_op")
+        and re.fullmatch(r"ProfilerStep#\d{1,18}", str(e.get("name")))
+    ]
+    if steps:
+        threads = Counter((e["pid"], e["tid"]) for e in steps)
+        top = max(threads.values())
+        best = min(t for t, c in threads.items() if c == top)
+        mine = [interval(e) for e in steps if (e["pid"], e["tid"]) == best]
+        return min(a for a, _ in mine), max(b for _, b in mine)
+    real = [
+        interval(e) for e in xs
+        if e.get("cat") not in NOT_EVENTS and e.get("cat") != "overhead"
+        and e.get("name") != "Activity Buffer Request"
+    ]
+    if not real:
+        return 0, 0
+    lo, hi = min(a for a, _ in real), max(b for _, b in real)
+    trace = [interval(e) for e in xs if e.get("cat") == "Trace"]
+    if trace:
+        plo, phi = max(lo, min(a for a, _ in trace)), min(hi, max(b for _, b in trace))
+        if plo < phi:
+            return plo, phi
+    return lo, hi
+
+
 def read_raw(path: Path) -> tuple[list[dict], tuple[int, int]]:
-    """GPU activities as dicts, and the span of every complete event (CPU and GPU)."""
+    """GPU activities as dicts, clipped to the default window, and that window."""
     doc = json.loads(gzip.decompress(path.read_bytes()), parse_float=str)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    gpu, lo, hi = [], None, None
+    lo, hi = default_window(events)
+    gpu = []
     for e in events:
         if e.get("ph") != "X" or e.get("cat") in NOT_EVENTS:
             continue
         start = ns(e["ts"])
         end = start + max(ns(e.get("dur", 0)), 0)
-        lo = start if lo is None else min(lo, start)
-        hi = end if hi is None else max(hi, end)
+        if not (start < hi and end > lo) and not (start == end and lo <= start < hi):
+            continue  # outside the window (Timeline.window's rule)
+        start, end = min(max(start, lo), hi), min(max(end, lo), hi)
         kind = GPU_CATS.get(e.get("cat"))
         if kind is None:
             continue
@@ -92,7 +132,7 @@ def read_raw(path: Path) -> tuple[list[dict], tuple[int, int]]:
     for row in gpu:
         if row["kind"] == "memcpy" and row["bytes"] < 0 and row["correlation"] in size:
             row["bytes"] = int(size[row["correlation"]])
-    return gpu, (lo or 0, hi or 0)
+    return gpu, (lo, hi)
 
 
 # -- pure-Python interval maths (deliberately not traceprobe.intervals) ----------------------

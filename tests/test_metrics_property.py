@@ -119,9 +119,12 @@ def host_pid(cpu: list[dict]) -> int | None:
     return None
 
 
-def reference(gpu_all, cpu_all, steps_all, lo, hi, step, devices, pid) -> dict[str, Any]:
-    """Every figure for window [lo, hi); a step window clips events, the whole trace holds all."""
-    if step is not None:
+def reference(
+    gpu_all, cpu_all, steps_all, lo, hi, step, devices, pid, basis="step"
+) -> dict[str, Any]:
+    """Every figure for window [lo, hi); a window clips events, except the whole trace's
+    window without steps (basis "events"), which holds all."""
+    if basis != "events":
         gpu_all, cpu_all, steps_all = (clip(x, lo, hi) for x in (gpu_all, cpu_all, steps_all))
     gpu = [r for r in gpu_all if r["device"] in devices]
     cpu = cpu_all
@@ -329,7 +332,7 @@ def reference(gpu_all, cpu_all, steps_all, lo, hi, step, devices, pid) -> dict[s
         ops[r["name"]][1] += r["end"] - r["start"]
     top_o = sorted(ops.items(), key=lambda kv: (-kv[1][1], kv[0]))[:10]
     return {
-        "window": {"start_ns": lo, "end_ns": hi, "step": step},
+        "window": {"start_ns": lo, "end_ns": hi, "step": step, "basis": basis},
         "span_ns": span,
         "gpu_span_ns": gpu_span,
         "counts": {
@@ -425,9 +428,15 @@ def test_every_figure_matches_the_slow_computation(tl, step, devices) -> None:
     gpu, cpu, steps = rows(tl.gpu), rows(tl.cpu), rows(tl.steps)
     devs = sorted(set(devices)) if devices is not None else sorted({g["device"] for g in gpu})
     pid = host_pid(cpu)
-    spans = [(x["start"], x["end"]) for x in gpu + cpu]
-    lo, hi = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
-    assert_same(tree(r), reference(gpu, cpu, steps, lo, hi, None, devs, pid))
+    # the default window (docs/REPORT_SCHEMA.md): the steps, else every event
+    if steps:
+        lo, hi = min(x["start"] for x in steps), max(x["end"] for x in steps)
+        basis = "steps"
+    else:
+        spans = [(x["start"], x["end"]) for x in gpu + cpu]
+        lo, hi = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+        basis = "events"
+    assert_same(tree(r), reference(gpu, cpu, steps, lo, hi, None, devs, pid, basis))
     if step == "all":
         assert len(r.steps) == len(steps)
         for sub, srow in zip(r.steps, steps, strict=True):

@@ -10,6 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("tensorboard")
 
 from traceprobe.cli import main  # noqa: E402
+from traceprobe.record import meta  # noqa: E402
 
 
 def test_record_writes_tensorboard_scalars_beside_the_traces(tmp_path, capsys):
@@ -17,7 +18,7 @@ def test_record_writes_tensorboard_scalars_beside_the_traces(tmp_path, capsys):
     assert main(["record", "two-devices/parallel", "--device", "cpu", "--out", str(out),
                  "--no-progress"]) == 0
     folder = out / "two-devices" / "parallel"
-    m = json.loads((folder / "traceprobe.meta.json").read_text())
+    m = json.loads((folder / meta.FILENAME).read_text())
     events = sorted((folder / "traceprobe").rglob("events.out.tfevents.*"))
     assert events, m["tensorboard_scalars"]
     assert m["tensorboard_scalars"] == ", ".join(str(p.relative_to(folder)) for p in events)

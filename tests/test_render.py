@@ -57,7 +57,7 @@ def make_report() -> dict[str, Any]:
         "trace": "runs/two_gpus.pt.trace.json.gz",
         "format": "kineto",
         "rank": 0,
-        "window": {"start_us": 1000.0, "end_us": 11000.0, "step": None},
+        "window": {"start_us": 1000.0, "end_us": 11000.0, "step": None, "basis": "steps"},
         "span_us": 10000.0,
         "gpu_span_us": 9500.0,
         "counts": {"kernels": 220, "memcpys": 8, "memsets": 0, "cpu_ops": 350,
@@ -101,9 +101,9 @@ def make_report() -> dict[str, Any]:
             ],
             "streams": [
                 {"device": 0, "streams": 2, "concurrent_us": 900.0, "max_concurrent": 2,
-                 "pairs": [{"streams": [7, 20], "overlap_us": 900.0}]},
+                 "pairs": [{"streams": [7, 20], "overlap_us": 900.0}], "pairs_omitted": False},
                 {"device": 1, "streams": 1, "concurrent_us": 0.0, "max_concurrent": 1,
-                 "pairs": []},
+                 "pairs": [], "pairs_omitted": False},
             ],
         },
         "host": {
@@ -147,6 +147,7 @@ def make_report() -> dict[str, Any]:
             {"name": "aten::mm", "count": 100, "total_us": 5000.0, "mean_us": 50.0},
             {"name": "aten::copy_", "count": 8, "total_us": 1300.0, "mean_us": 162.5},
         ],
+        "warnings": [],
         "steps": [],
         "headlines": [
             "GPU 0 and GPU 1 were both busy 92.1% of the time the less busy one was",
@@ -168,8 +169,9 @@ def make_report() -> dict[str, Any]:
 
 def make_step(report: dict[str, Any], step: int, start: float, span: float) -> dict[str, Any]:
     """A per-step object of ``--step all``: the report's keys minus steps and headlines."""
-    s = copy.deepcopy({k: v for k, v in report.items() if k not in ("steps", "headlines")})
-    s["window"] = {"start_us": start, "end_us": start + span, "step": step}
+    per_trace = ("steps", "headlines", "warnings")
+    s = copy.deepcopy({k: v for k, v in report.items() if k not in per_trace})
+    s["window"] = {"start_us": start, "end_us": start + span, "step": step, "basis": "step"}
     s["span_us"] = span
     for d in s["devices"]:
         d["busy_us"] = d["busy_us"] * span / report["span_us"]
@@ -268,7 +270,7 @@ def test_fixture_follows_the_schema():
     assert key_paths({k: v for k, v in r.items() if k != "steps"}) == [
         p for p in want if not p.startswith("steps")
     ]
-    top_level = [p for p in want if p.split(".")[0] not in ("steps", "headlines")]
+    top_level = [p for p in want if p.split(".")[0] not in ("steps", "headlines", "warnings")]
     assert key_paths(r["steps"][0]) == top_level
 
 

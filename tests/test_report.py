@@ -80,7 +80,8 @@ def test_to_dict_has_exactly_the_documented_shape() -> None:
     example = schema_example()
     example["steps"] = []  # steps hold report objects; checked below
     assert_shape(d, example)
-    step_example = {k: v for k, v in schema_example().items() if k not in ("steps", "headlines")}
+    per_trace = ("steps", "headlines", "warnings")  # said once, not per step
+    step_example = {k: v for k, v in schema_example().items() if k not in per_trace}
     assert len(d["steps"]) == 2
     for s in d["steps"]:
         assert_shape(s, step_example, "$.steps[]")
@@ -109,7 +110,7 @@ def test_to_dict_values_are_microseconds() -> None:
     d = analyze(_rich()).to_dict()
     assert d["schema"] == SCHEMA == "traceprobe.report/1"
     assert (d["trace"], d["format"], d["rank"]) == ("rich.json", "kineto", 3)
-    assert d["window"] == {"start_us": 0.0, "end_us": 7.0, "step": None}
+    assert d["window"] == {"start_us": 0.0, "end_us": 7.0, "step": None, "basis": "steps"}
     assert (d["span_us"], d["gpu_span_us"]) == (7.0, 5.6)
     assert d["counts"] == {
         "kernels": 6,
@@ -165,7 +166,7 @@ def test_step_n_analyses_only_that_window() -> None:
     # device 1 has no work in step 2 but is still listed (it has activity in the trace)
     assert [d.device for d in r.devices] == [0, 1]
     assert r.device(1).busy_ns == 0
-    assert r.to_dict()["window"] == {"start_us": 3.0, "end_us": 7.0, "step": 2}
+    assert r.to_dict()["window"] == {"start_us": 3.0, "end_us": 7.0, "step": 2, "basis": "step"}
 
 
 def test_zero_length_event_on_a_step_boundary_belongs_to_the_later_step() -> None:
@@ -350,6 +351,7 @@ def test_figures_md_worked_example() -> None:
         "concurrent_us": 4.0,
         "max_concurrent": 2,
         "pairs": [{"streams": [7, 20], "overlap_us": 4.0}],
+        "pairs_omitted": False,
     }
     h0, h1 = d["host"]["devices"]
     assert (h0["idle_us"], h0["idle_host_busy_us"]) == (4.0, 4.0)

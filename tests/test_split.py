@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from traceprobe.errors import TraceError
@@ -94,7 +95,8 @@ def document(evs: list[dict]) -> bytes:
 
 
 def in_parts(data: bytes, parts: int, batch_bytes: int, chunk: int = 1000):
-    """The merged Columns of ``parts`` parts, or None where the split gives up."""
+    """The merged Columns of ``parts`` parts, or None where the split gives up the
+    documented way (:class:`split.Unsplittable`); any other exception fails the test."""
     pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     done = []
     try:
@@ -107,7 +109,7 @@ def in_parts(data: bytes, parts: int, batch_bytes: int, chunk: int = 1000):
             cols.batches = stream.batches
             done.append(cols)
         return split.merge(done)
-    except Exception:  # any doubt means: load sequentially
+    except split.Unsplittable:  # the one expected failure: the loader then loads sequentially
         return None
 
 
@@ -118,7 +120,11 @@ def sequential(data: bytes):
 def same(a, b) -> None:
     for name in ("gpu", "cpu", "steps"):
         assert getattr(a, name).equals(getattr(b, name)), name
-    assert a.meta == b.meta
+    how = ("parallel",)  # how it was loaded, not what
+    assert {k: v for k, v in a.meta.extra.items() if k not in how} == {
+        k: v for k, v in b.meta.extra.items() if k not in how
+    }
+    assert replace(a.meta, extra={}) == replace(b.meta, extra={})
 
 
 @pytest.mark.parametrize("parts", [2, 3])
@@ -159,11 +165,22 @@ def test_a_cut_inside_a_value_makes_the_split_give_up(name_of, nested):
 def test_whatever_the_text_a_merged_split_is_exact(names, nested, parts, batch_bytes):
     # GIVEN any names, including JSON punctuation, and nested values
     data = document(events(len(names), name_of=lambda i: names[i], nested=nested))
-    # WHEN split decoding succeeds
+    # WHEN it is decoded in parts (only Unsplittable may stop it: in_parts lets the rest raise)
     cols = in_parts(data, parts, batch_bytes)
-    # THEN it is exactly the sequential result
+    note(f"split {'gave up' if cols is None else 'merged'}")
+    # THEN, where it merged, it is exactly the sequential result
     if cols is not None:
         same(timeline(cols), sequential(data))
+
+
+def test_plain_names_always_merge():
+    # GIVEN names without JSON punctuation (every "}, {" is between events)
+    # WHEN split in every way THEN the split never gives up (so the property above is
+    # not vacuous: the merged path is the one exercised on ordinary text)
+    data = document(events(40))
+    for parts in (2, 3, 4):
+        for batch_bytes in (1, 57, 400):
+            assert in_parts(data, parts, batch_bytes) is not None, (parts, batch_bytes)
 
 
 def test_start_with_two_jobs_equals_load_for_one_big_file(tmp_path):
@@ -173,19 +190,41 @@ def test_start_with_two_jobs_equals_load_for_one_big_file(tmp_path):
     # WHEN it is loaded by two workers at once, and in this process
     with loader.start([path], jobs=2) as loading:
         (parallel,) = loading.result()
-    # THEN the two are the same
+    # THEN the two are the same, and the parallel path is the one that was taken
     same(parallel, loader.load(path))
     assert parallel.meta.rank == 2 and parallel.meta.trace_name == "after.json"
+    assert parallel.meta.extra["parallel"] == {"parts": 2, "merged": True}
+    assert loading.fallbacks == 0
+
+
+def test_a_bug_in_the_merge_raises_instead_of_falling_back(tmp_path, monkeypatch):
+    # GIVEN a file that splits, and a merge that fails the way a typo would
+    path = tmp_path / "big.json.gz"
+    path.write_bytes(gzip.compress(document(events(12_000))))
+
+    def broken(parts):
+        raise AttributeError("'Columns' object has no attribute 'rowz'")
+
+    monkeypatch.setattr(split, "merge", broken)
+    # WHEN it is loaded by two workers THEN the bug surfaces (no silent sequential reload)
+    with pytest.raises(AttributeError, match="rowz"):
+        with loader.start([path], jobs=2) as loading:
+            loading.result()
 
 
 def test_start_falls_back_when_the_cuts_are_wrong(tmp_path):
-    # GIVEN a multi-MB trace whose strings are full of "}, {"
+    # GIVEN a multi-MB trace whose first event's name, over a MB of "}, {", holds the
+    # first guessed cut (BATCH_BYTES into the events)
     path = tmp_path / "tricky.json"
-    path.write_bytes(document(events(3000, name_of=lambda i: TRICKY * 40)))
+    path.write_bytes(document(events(3, name_of=lambda i: TRICKY * 90_000)))
     # WHEN it is loaded by two workers THEN the result is still exact
     with loader.start([path], jobs=2) as loading:
         (tl,) = loading.result()
     same(tl, loader.load(path))
+    # AND the fallback is counted and says why
+    assert loading.fallbacks == 1
+    assert tl.meta.extra["parallel"]["merged"] is False
+    assert "does not parse" in tl.meta.extra["parallel"]["fallback"]
 
 
 def test_start_reports_the_sequential_error_for_a_damaged_file(tmp_path):

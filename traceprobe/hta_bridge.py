@@ -1,7 +1,7 @@
 """HolisticTraceAnalysis (HTA) figures beside traceprobe's: ``traceprobe analyze --hta``.
 
     require()                     # UsageError unless HTA is installed; its version
-    add_hta(files, reports)       # reports[i]["hta"] = hta_figures(files[i])
+    add_hta(files, reports)       # reports[i]["hta"] = hta_figures(files[i]); failures listed
 
 HTA is an optional extra (``pip install 'traceprobe[hta]'``, on PyPI as ``traceinsight``),
 imported only here and only when asked for. The figures are HTA's own, under HTA's own
@@ -12,15 +12,28 @@ column names, JSON-safe (numpy -> Python, NaN -> null)::
                                     "non_compute_time(us)", "kernel_time(us)", ...}],
             "comm_comp_overlap": [{"rank", "comp_comm_overlap_pctg"}]}
 
-They differ from traceprobe's by construction (hta/analyzers/breakdown_analysis.py):
+When HTA itself fails on a trace (it raises bare asserts on some), the report keeps
+traceprobe's figures and says so: ``"hta": {"version": ..., "error": "..."}``, and the CLI
+prints one warning line; traceprobe's own analysis does not depend on HTA.
+
+They differ from traceprobe's by construction; what HTA does, from its code (0.6):
 
 * ``scope: rank``: HTA merges every GPU of a process into one rank, so its figures are per
   rank, not per device; its ``idle_time(us)`` is time with *no* GPU of the trace busy
   (traceprobe: ``serial.gpu_span_us - serial.busy_union_us``), not one device's idle time.
-* Its window is its first to last GPU event (``kernel_time(us)``), less the work launched
+* What counts as GPU busy: every event with a stream (``stream != -1`` in
+  hta/analyzers/breakdown_analysis.py ``get_temporal_breakdown``), which includes
+  ``cuda_sync`` events and CPU-side events that carry a stream, not only kernels, copies
+  and memsets; and GPU work HTA cannot tie to a launch in the trace (it links kernels to
+  runtime calls by correlation, hta/common/trace.py) may be left out.
+* Its window is its first to last such event (``kernel_time(us)``), less the work launched
   from the last ProfilerStep when the trace has two or more; ``--step``/``--device`` do not
   apply.
-* It rounds every event inward to whole microseconds (start up, end down).
+* It rounds every event inward to whole microseconds: start up (``ceil``), end down
+  (``floor``), in hta/common/trace_parser.py.
+
+So the two agree only where the definitions do: a single-GPU trace whose stream-bearing
+events are exactly its kernels, copies and memsets, within the sub-µs rounding.
 """
 
 from __future__ import annotations
@@ -55,10 +68,19 @@ def require() -> str:
     return str(hta.__version__)
 
 
-def add_hta(files: Sequence[Path], reports: Sequence[MutableMapping[str, Any]]) -> None:
-    """Put HTA's figures for ``files[i]`` into ``reports[i]["hta"]`` (one report per file)."""
+def add_hta(files: Sequence[Path], reports: Sequence[MutableMapping[str, Any]]) -> list[str]:
+    """Put HTA's figures for ``files[i]`` into ``reports[i]["hta"]`` (one report per file).
+
+    Where HTA fails on a trace, ``reports[i]["hta"]`` says so (``"error"``) and the
+    message (naming the file) is returned, one per failure; the other figures stand."""
+    failed = []
     for trace, report in zip(files, reports, strict=True):
-        report["hta"] = hta_figures(Path(trace))
+        try:
+            report["hta"] = hta_figures(Path(trace))
+        except HtaError as e:
+            report["hta"] = {"version": require(), "error": e.problem}
+            failed.append(str(e))
+    return failed
 
 
 def hta_figures(trace: Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 Every command writes through here::
 
     check_target(path, force=force)          # fail early, before any work
+    check_not_input(path, inputs)            # never over a file the command reads
     write_text(path, text, force=force)      # "-" or None: stdout
 
 A file is written to a temporary file in the same directory and moved into place
@@ -20,8 +21,9 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from traceprobe.errors import OutputError
 
@@ -45,15 +47,65 @@ def check_target(path: str | os.PathLike[str] | None, *, force: bool = False) ->
         return
     assert path is not None
     p = Path(path)
+    _check_path(p)
     if p.is_dir():
         raise OutputError(f"{p} is a directory; give a file name for the output")
     if p.exists() and not force:
         raise OutputError(exists_message(p))
     parent = p.parent
     if not parent.is_dir():
-        raise OutputError(f"Cannot write {p}: directory {parent} does not exist; create it first")
+        raise OutputError(_missing_parent(p, parent))
     if not os.access(parent, os.W_OK):
         raise OutputError(f"Cannot write {p}: directory {parent} is not writable")
+
+
+def check_not_input(
+    path: str | os.PathLike[str] | None, inputs: Iterable[str | os.PathLike[str]]
+) -> None:
+    """Raise OutputError if ``path`` is one of ``inputs`` (or a folder holding one, for
+    an output directory): the same file by name, through a symbolic link, or as a hard
+    link. No command writes over what it reads, whatever ``--force`` says."""
+    if is_stdout(path):
+        return
+    assert path is not None
+    target = Path(path)
+    try:
+        st = target.stat()
+    except OSError:
+        st = None  # does not exist (yet): only a name can match
+    real = os.path.realpath(target)
+    for item in inputs:
+        q = Path(item)
+        same = os.path.realpath(q) == real
+        if not same and st is not None:
+            try:
+                qs = q.stat()
+                same = (qs.st_dev, qs.st_ino) == (st.st_dev, st.st_ino)
+            except OSError:
+                pass
+        if same:
+            raise OutputError(
+                f"Will not write {target}: it is an input of this command ({q}); "
+                "give another output path"
+            )
+
+
+def _check_path(p: Path) -> None:
+    """A path the file system cannot hold at all: say so in one line."""
+    for part in p.parts:
+        if len(os.fsencode(part)) > 255:
+            raise OutputError(
+                f"Cannot write {p}: the name {part[:40]}... is over 255 bytes; use a shorter name"
+            )
+
+
+def _missing_parent(p: Path, parent: Path) -> str:
+    for up in (parent, *parent.parents):
+        if up.exists():
+            if not up.is_dir():
+                return f"Cannot write {p}: {up} is a file, not a directory"
+            break
+    return f"Cannot write {p}: directory {parent} does not exist; create it first"
 
 
 def write_text(path: str | os.PathLike[str] | None, text: str, *, force: bool = False) -> None:
@@ -143,6 +195,7 @@ def check_directory(
 ) -> None:
     """Raise OutputError now if writing ``names`` into ``directory`` would fail or overwrite."""
     d = Path(directory)
+    _check_path(d)
     if d.exists() and not d.is_dir():
         raise OutputError(f"{d} exists and is not a directory; give a directory for the files")
     if d.is_dir():
@@ -154,9 +207,7 @@ def check_directory(
     else:
         parent = d.parent
         if not parent.is_dir():
-            raise OutputError(
-                f"Cannot write {d}: directory {parent} does not exist; create it first"
-            )
+            raise OutputError(_missing_parent(d, parent))
     if not os.access(parent, os.W_OK):
         raise OutputError(f"Cannot write {d}: directory {parent} is not writable")
 
@@ -171,9 +222,17 @@ def _write_stdout(text: str) -> None:
             out.buffer.write(text.encode("utf-8"))
         out.flush()
     except BrokenPipeError:  # the reader went away (`| head`): not an error
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, out.fileno())  # so the interpreter's last flush fails quietly
+        _silence(out)
+    except OSError as e:  # a full disk (`> /dev/full`), a closed terminal
+        _silence(out)
+        raise OutputError(f"Cannot write to standard output: {e.strerror or e}") from None
+
+
+def _silence(out: Any) -> None:
+    """Point ``out`` at /dev/null, so the interpreter's last flush fails quietly."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
 
 
 def _umask() -> int:

@@ -190,6 +190,29 @@ def worker_name(trace: str | os.PathLike[str] | None) -> str:
     return name.split(".", 1)[0] or name
 
 
+def check_targets(
+    run_dir: str | os.PathLike[str], traces: Sequence[str | os.PathLike[str]], *, force: bool
+) -> None:
+    """Raise OutputError now if :func:`write_scalars` for ``traces`` (the trace files of
+    one run directory) would refuse later: called before anything is loaded."""
+    workers = {worker_name(t) for t in traces}
+    base = Path(run_dir) / SUBDIR
+    dirs = [base] if len(workers) <= 1 else [base / w for w in sorted(workers)]
+    for d in [base, *dirs]:
+        if d.exists() and not d.is_dir():
+            raise OutputError(f"Cannot write TensorBoard scalars: {d} is a file, not a directory")
+    if not force:
+        for d in dirs:
+            if d.is_dir() and any(d.glob(f"events.out.tfevents.*{SUFFIX}")):
+                raise OutputError(
+                    f"{d} already holds traceprobe scalars; will not add a second set without "
+                    "--force"
+                )
+    parent = Path(run_dir)
+    if not os.access(parent, os.W_OK):
+        raise OutputError(f"Cannot write TensorBoard scalars: {parent} is not writable")
+
+
 def write_scalars(
     run_dir: str | os.PathLike[str],
     reports: Report | Sequence[Report],

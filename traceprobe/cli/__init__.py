@@ -11,11 +11,14 @@ from __future__ import annotations
 import difflib
 import gc
 import importlib
+import os
 import sys
 
 import click
 
 from traceprobe.errors import TraceprobeError
+
+INTERNAL_ERROR = 70  # a bug in traceprobe (EX_SOFTWARE); documented in README "Exit codes"
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -69,6 +72,18 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("traceprobe: interrupted", err=True)
             ctx.exit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as e:  # a bug: one line and its own exit code, never 1 (`check`)
+            if os.environ.get("TRACEPROBE_DEBUG"):
+                raise
+            where = f" in {ctx.invoked_subcommand}" if ctx.invoked_subcommand else ""
+            click.echo(
+                f"traceprobe: internal error{where}: {type(e).__name__}: {e}; this is a bug in "
+                "traceprobe: please report it (TRACEPROBE_DEBUG=1 shows the traceback)",
+                err=True,
+            )
+            ctx.exit(INTERNAL_ERROR)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

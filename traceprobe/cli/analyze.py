@@ -14,6 +14,8 @@ from typing import Any, Literal
 import click
 
 from traceprobe import output
+from traceprobe.cli.notices import notices
+from traceprobe.errors import TraceError
 from traceprobe.render import formats
 
 _SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html"}
@@ -62,6 +64,12 @@ class StepParam(click.ParamType):
               help="Also write per-step figures as TensorBoard scalars beside each trace.")
 @click.option("--top", type=click.IntRange(min=0), default=None, metavar="N",
               help="Show N top kernels and CPU ops.  [default: 10; JSON: all the report has]")
+@click.option("--strict", is_flag=True,
+              help="Refuse a trace that was cut short (exit 3) instead of analysing the "
+              "complete events before the cut.")
+@click.option("--skip-bad", is_flag=True,
+              help="Exit 0 when some traces of several cannot be read (each is still named "
+              "on stderr and left out of the report).")
 @click.option("--hta", is_flag=True,
               help="Also run HolisticTraceAnalysis on each trace (pip install "
               "'traceprobe[hta]') and add its per-rank breakdowns to the report as \"hta\" "
@@ -78,6 +86,8 @@ def analyze(
     plot_path: str | None,
     tb: bool,
     top: int | None,
+    strict: bool,
+    skip_bad: bool,
     hta: bool,
 ) -> None:
     """Measure overlap in PyTorch Profiler (Kineto) traces.
@@ -95,12 +105,19 @@ def analyze(
         traceprobe analyze run.json.gz --step all --device 0 --csv frames/
         traceprobe analyze run.json.gz --format html --output report.html --plot timeline.png
 
+    A trace cut short (a job killed while the profiler wrote it) is salvaged: the
+    complete events before the cut are analysed, stderr and the report say so
+    (--strict refuses it instead). Of several traces, one that cannot be read is
+    named on stderr and left out; the others are reported (exit 3 unless --skip-bad).
+    No output may be one of the inputs, whatever --force says.
+
     \b
     Exit codes:
         0  the report was written
-        2  usage error (bad option or argument)
-        3  a trace could not be read or understood (the message names the file)
-        4  the output exists (use --force) or cannot be written
+        2  usage error (bad option or argument, a --device the traces lack)
+        3  a trace could not be read or understood (the message names the file),
+           or was cut short under --strict
+        4  the output exists (use --force), is an input, or cannot be written
     """
     from traceprobe.load import pipeline as loader
 
@@ -111,24 +128,42 @@ def analyze(
 
         hta_bridge.require()
     if csv_dir is not None:
-        from traceprobe.render.csv import FILES
+        from traceprobe.render.csv import FILES  # pandas: only when asked for CSV
 
         output.check_directory(csv_dir, list(FILES), force=force)
 
-    files = [f for p in paths for f in loader.find_traces(p)]
+    files = _unique([f for p in paths for f in loader.find_traces(p)])
+    output.check_not_input(output_path, files)
+    if csv_dir is not None:
+        for name in FILES:
+            output.check_not_input(csv_dir / name, files)
     if plot_path is not None:
         from traceprobe.render.plot import plot_targets
 
         for target in plot_targets(plot_path, len(files)):
             output.check_target(target, force=force)
-    progress = len({f.resolve() for f in files}) > 1 and sys.stderr.isatty()
+            output.check_not_input(target, files)
+    if tb:
+        _check_tensorboard(files, force=force)
+    progress = len(files) > 1 and sys.stderr.isatty()
+    errors: list[TraceError] = []
     with loader.start(files, jobs=jobs) as loading:
         # the analysis stack (pandas) is imported while worker processes decode
         from traceprobe import report as rp
         from traceprobe.render import as_dict, render
 
-        timelines = loading.result(progress=progress)
+        timelines = loading.result(progress=progress, errors=errors)
+        files = loading.loaded
+    for e in errors:
+        click.echo(f"traceprobe: error: {e}", err=True)
+    if not timelines:
+        raise click.exceptions.Exit(TraceError.exit_code)
+    notices(timelines, strict=strict)
     only = list(devices) or None
+    if only is not None:
+        from traceprobe.report.build import check_devices
+
+        check_devices(timelines, only)
     if len(timelines) == 1:
         data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
         per_trace = [data]
@@ -136,7 +171,8 @@ def analyze(
         data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
         per_trace = list(data["traces"])
     if hta:
-        hta_bridge.add_hta(files, per_trace)
+        for failure in hta_bridge.add_hta(files, per_trace):
+            click.echo(f"traceprobe: warning: {failure}", err=True)
 
     color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
     if fmt == "html":
@@ -156,6 +192,26 @@ def analyze(
         write_plots(timelines, per_trace, plot_path, force=force)
     if tb:
         _write_tensorboard(files, timelines, force=force)
+    if errors and not skip_bad:
+        raise click.exceptions.Exit(TraceError.exit_code)
+
+
+def _unique(files: list[Path]) -> list[Path]:
+    """Each file once (a trace named twice, or through a link, is one trace)."""
+    seen: dict[str, Path] = {}
+    for f in files:
+        seen.setdefault(os.path.realpath(f), f)
+    return list(seen.values())
+
+
+def _check_tensorboard(files: list[Path], *, force: bool) -> None:
+    from traceprobe import tensorboard
+
+    groups: dict[Path, list[Path]] = {}
+    for f in files:
+        groups.setdefault(Path(f).parent, []).append(f)
+    for run_dir, traces in groups.items():
+        tensorboard.check_targets(run_dir, traces, force=force)
 
 
 def _write_tensorboard(files: list[Path], timelines: list, *, force: bool) -> None:

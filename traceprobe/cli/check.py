@@ -75,11 +75,14 @@ def check(
         )
 
     from traceprobe import report as rp
+    from traceprobe.cli.notices import notices
     from traceprobe.load import pipeline as loader
 
     traces = _resolve(paths, loader.find_traces)
     outcomes = []
-    for timeline in loader.load_many(traces):
+    timelines = loader.load_many(traces)
+    notices(timelines)
+    for timeline in timelines:
         data = rp.analyze(timeline, step=step).to_dict()
         trace = str(data.get("trace") or timeline.source)
         outcomes.append((trace, expect.evaluate(data, expectations)))

@@ -57,7 +57,7 @@ def compare(
         0  the comparison was written
         2  usage error (bad option, a directory without exactly one trace, no such step)
         3  a trace could not be read or understood
-        4  the output exists (use --force) or cannot be written
+        4  the output exists (use --force), is one of the traces, or cannot be written
     """
     from traceprobe import report as rp
     from traceprobe.comparison import compare as compare_reports
@@ -67,10 +67,17 @@ def compare(
     fmt = fmt or ("json" if Path(output_path).suffix.lower() == ".json" else "text")
     output.check_target(output_path, force=force)
     files = [_one_trace(p, loader.find_traces) for p in (trace_a, trace_b)]
+    output.check_not_input(output_path, files)  # never over an input, whatever --force says
+    from traceprobe.cli.notices import notices
+
     if os.path.realpath(files[0]) == os.path.realpath(files[1]):  # load_many loads each once
-        a = b = rp.analyze(loader.load(files[0]), step=step).to_dict()
+        tl = loader.load(files[0])
+        notices([tl])
+        a = b = rp.analyze(tl, step=step).to_dict()
     else:
-        a, b = (rp.analyze(t, step=step).to_dict() for t in loader.load_many(files))
+        tls = loader.load_many(files)
+        notices(tls)
+        a, b = (rp.analyze(t, step=step).to_dict() for t in tls)
     result = compare_reports(a, b)
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

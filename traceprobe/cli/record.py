@@ -103,7 +103,7 @@ def record(
 
     Each WORKLOAD (all when none are given; NAME/VARIANT picks one variant) is recorded
     into OUT/<workload>/<variant>/ as <worker>.<id>.pt.trace.json.gz files plus
-    traceprobe.meta.json. A workload that wants more GPUs than the machine has runs on
+    traceprobe.meta.jsonc. A workload that wants more GPUs than the machine has runs on
     what is there and says so. `scheduled` keeps its own schedule (wait 1, warmup 1,
     active 3); the others use --wait/--warmup/--active/--repeat.
 

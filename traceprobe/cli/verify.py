@@ -47,12 +47,15 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
         0  the verdicts were written (whatever they say)
         2  usage error (no such folder, or nothing recorded in it)
         3  a trace or metadata file could not be read (the message names it)
-        4  the output exists (use --force) or cannot be written
+        4  the output exists (use --force), is a file of DIR, or cannot be written
     """
     from traceprobe.render.verdicts import render
     from traceprobe.verify import verify_dir
 
     fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
     output.check_target(output_path, force=force)  # refuse before loading anything
+    if not output.is_stdout(output_path) and Path(directory).is_dir():
+        # nothing under the recording is written over, whatever --force says
+        output.check_not_input(output_path, (f for f in Path(directory).rglob("*") if f.is_file()))
     data = verify_dir(directory, jobs=jobs)
     output.write_text(output_path, render(data, fmt), force=force)

@@ -2,7 +2,8 @@
 
 The stages, in the order data flows (one module each):
 
-    read        bytes -> events     files and gzip, streamed; msgspec decodes JSON in batches
+    files       file -> bytes       plain or gzip, streamed; a gzip stream cut short is noted
+    read        bytes -> events     msgspec decodes JSON in batches; a text cut short is salvaged
     timestamps                      exact µs text -> integer ns (never through float64)
     coerce                          loose JSON values (str/int/float/None) -> int64 columns
     schema                          the categories and the flat Columns both ends agree on

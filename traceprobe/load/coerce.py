@@ -43,21 +43,32 @@ def encode(
 
 
 def int64(values: list[Any], missing: int = -1) -> np.ndarray:
-    """Ints (or numeric strings) to int64; None and junk become ``missing``."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        pass
+    """Ints (or numeric strings) to int64; None and junk become ``missing``.
+
+    Only whole numbers count: ``0.9`` is junk, not device 0, and a list is junk, not
+    a row of a 2-D array."""
+    arr = _ints(values)
+    if arr is not None:
+        return arr
     absent = values.count(None)
     if absent == len(values):
         return np.full(len(values), missing, np.int64)
     if absent:
-        values = [missing if v is None else v for v in values]
-        try:
-            return np.array(values, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            pass
+        arr = _ints([missing if v is None else v for v in values])
+        if arr is not None:
+            return arr
     return np.array([to_int(v, missing) for v in values], dtype=np.int64)
+
+
+def _ints(values: list[Any]) -> np.ndarray | None:
+    """``values`` as int64 when every one is a plain int within int64 (the common case)."""
+    try:
+        arr = np.array(values)
+    except (ValueError, OverflowError):  # ragged nested lists
+        return None
+    if arr.ndim != 1 or arr.dtype.kind != "i":
+        return None
+    return arr.astype(np.int64, copy=False)
 
 
 def to_int(v: Any, missing: int = -1) -> int:
@@ -67,7 +78,7 @@ def to_int(v: Any, missing: int = -1) -> int:
     if isinstance(v, int):
         return v if -(2**63) < v < 2**63 else missing
     if isinstance(v, float):
-        return int(v) if v == v and abs(v) < 2**63 else missing
+        return int(v) if v.is_integer() and abs(v) < 2**63 else missing
     if isinstance(v, str):
         s = v.strip()
         try:
@@ -90,18 +101,22 @@ def with_fallback(first: list[Any], *others: list[Any]) -> np.ndarray:
 
 
 def ids(values: list[Any]) -> np.ndarray:
-    """pid/tid: ints stay, digit strings become ints, other strings a stable hash."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        memo: dict[Any, int] = {}
+    """pid/tid: ints stay, digit strings become ints, other values a stable hash."""
+    arr = _ints(values)
+    if arr is not None:
+        return arr
+    memo: dict[Any, int] = {}
 
-        def one(v: Any) -> int:
-            if v not in memo:
-                memo[v] = str_id(v)
-            return memo[v]
+    def one(v: Any) -> int:
+        key = v if isinstance(v, (str, int, float)) else str(v)  # lists are not hashable
+        if key not in memo:
+            memo[key] = str_id(key)
+        return memo[key]
 
-        return np.array([v if type(v) is int else one(v) for v in values], dtype=np.int64)
+    return np.array(
+        [v if type(v) is int and -(2**63) < v < 2**63 else one(v) for v in values],
+        dtype=np.int64,
+    )
 
 
 def str_id(v: Any) -> int:

@@ -92,10 +92,15 @@ class Collector:
         self.sizes: dict[int, int] = {}
         self.size_batch: dict[int, int] = {}  # correlation -> the batch its size came from
         self.rows: list[tuple[int, int, int]] = []  # (batch, CPU rows, GPU rows) per batch
+        self.lenient: Counter[str] = Counter()  # events read by a lenient rule, by rule
 
     def add(self, batch: list[Event], k: int | None = None) -> None:
         k = len(self.rows) if k is None else k
         xs = [e for e in batch if e.ph == "X"]
+        if len(xs) < len(batch):
+            begin_end = sum(1 for e in batch if e.ph in ("B", "E"))
+            if begin_end:
+                self.lenient["begin_end"] += begin_end
         start, end = self._times(xs, batch)
         cat = coerce.encode([e.cat for e in xs], self.cats, self._new_cat)
         name = coerce.encode([e.name for e in xs], self.names)
@@ -143,9 +148,7 @@ class Collector:
                     "end": end[gi],
                     "correlation": corr[gi],
                     "external_id": ext[gi],
-                    "device": coerce.with_fallback(
-                        [a.device for a in args], frm, [e.pid for e in evs]
-                    ),
+                    "device": self._devices(args, frm, evs),
                     "stream": coerce.with_fallback([a.stream for a in args], [e.tid for e in evs]),
                     "bytes": coerce.int64([a.bytes for a in args]),
                     "from": coerce.int64(frm),
@@ -161,6 +164,17 @@ class Collector:
         if len(si):
             self._skip(cat[si], start[si], end[si])
         self.rows.append((k, len(ci), len(gi)))
+
+    def _devices(self, args: list[Any], frm: list[Any], evs: list[Event]) -> np.ndarray:
+        """args.device, else args.fromDevice, else the number in pid; a device that is
+        given but is no whole number (``0.9``, a list) is unknown (-1), not a guess."""
+        given = [a.device for a in args]
+        device = coerce.with_fallback(given, frm, [e.pid for e in evs])
+        if given.count(None) != len(given):
+            junk = (coerce.int64(given) < 0) & np.array([d is not None for d in given])
+            if junk.any():
+                device[junk] = -1
+        return device
 
     def _new_cat(self, c: str) -> None:
         g = _GPU if c in GPU_CATEGORIES else _SKIP if c in SKIPPED_CATEGORIES else _CPU
@@ -186,7 +200,8 @@ class Collector:
             what = (
                 f"{missing} complete ('X') event(s) have no ts"
                 if missing == len(bad)
-                else f"{len(bad)} complete ('X') event(s) have a missing or non-numeric ts"
+                else f"{len(bad)} complete ('X') event(s) have a missing, non-numeric or "
+                "out-of-range ts (beyond ±9.2e15 µs)"
             )
             raise TraceError(
                 self.source,
@@ -198,15 +213,27 @@ class Collector:
             ev = xs[int(np.flatnonzero(dst == 2)[0])]
             raise TraceError(
                 self.source,
-                f"{int((dst == 2).sum())} event(s) have a non-numeric "
+                f"{int((dst == 2).sum())} event(s) have a non-numeric or out-of-range "
                 f"dur (first: traceEvents[{self._index(batch, ev)}] "
                 f"dur={bytes(ev.dur).decode(errors='replace')})",
                 f"the trace is damaged; {REEXPORT}",
             )
+        no_dur = int((dst == 1).sum())
+        if no_dur:  # absent or null: zero-length, and the report says so
+            self.lenient["no_dur"] += no_dur
         neg = dur < 0
         if neg.any():
             self.clamped += int(neg.sum())
             dur[neg] = 0
+        over = start > np.iinfo(np.int64).max - dur
+        if over.any():
+            ev = xs[int(np.flatnonzero(over)[0])]
+            raise TraceError(
+                self.source,
+                f"{int(over.sum())} event(s) end beyond the int64 nanosecond range "
+                f"(first: traceEvents[{self._index(batch, ev)}] {ev.name!r})",
+                f"the trace is damaged; {REEXPORT}",
+            )
         return start, start + dur
 
     def _index(self, batch: list[Event], ev: Event) -> int:
@@ -228,6 +255,9 @@ class Collector:
             sizes=self.sizes,
             size_batch=self.size_batch,
             rows=self.rows,
+            salvaged=stream.salvaged,
+            warnings=list(stream.warnings),
+            notes={"lenient": dict(self.lenient)} if self.lenient else {},
         )
 
 

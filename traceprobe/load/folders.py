@@ -1,14 +1,18 @@
 """Finding trace files: what a path (a file, a folder of ranks or runs) expands to.
 
-A directory is searched recursively for the TensorBoard profiler layout
-(``<worker>.<id>.pt.trace.json[.gz]``, possibly under run folders); when it has
-none of those, every ``*.json`` / ``*.json.gz`` in it counts (one file per
-rank). Files come back in natural order (``rank-2`` before ``rank-10``), so
-the result does not depend on the file system.
+A directory is searched recursively for every ``*.json`` / ``*.json.gz`` file:
+the TensorBoard profiler layout (``<worker>.<id>.pt.trace.json[.gz]``, possibly
+under run folders) and other names alike (one file per rank), so that no trace is
+silently left out; a file there that is not a trace is reported as such by the
+loader. Hidden files and folders (``.name``) and traceprobe's own metadata
+(``traceprobe.meta.json`` of older recordings) are not traces. Files come back in
+natural order (``rank-2`` before ``rank-10``), so the result does not depend on the
+file system.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable
@@ -25,13 +29,29 @@ TRACE_PATTERNS = ("*.json", "*.json.gz")
 def find_traces(path: PathLike) -> list[Path]:
     """The trace files a path names: itself if a file, else those under a directory."""
     p = Path(path)
+    try:
+        os.stat(p)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise TraceError(
+                p, "is a loop of symbolic links", "point at the trace itself"
+            ) from None
+        if e.errno == errno.ENAMETOOLONG:
+            raise TraceError(
+                p, "a name in the path is too long for the file system", "check the path"
+            ) from None
+        if p.is_symlink():
+            raise TraceError(
+                p, "is a symbolic link to a missing file", "fix the link or its target"
+            ) from None
+        if isinstance(e, FileNotFoundError):
+            raise TraceError(p, "no such file or directory", "check the path") from None
+        raise TraceError(p, f"cannot read it ({e.strerror or e})", "check the path") from None
     if p.is_file():
         return [p]
-    if not p.exists():
-        raise TraceError(p, "no such file or directory", "check the path")
     if not p.is_dir():
         raise TraceError(p, "is neither a file nor a directory", "pass a trace file")
-    found = _glob(p, TENSORBOARD_PATTERNS) or _glob(p, TRACE_PATTERNS)
+    found = _glob(p, TRACE_PATTERNS)
     if not found:
         raise TraceError(
             p,
@@ -42,8 +62,18 @@ def find_traces(path: PathLike) -> list[Path]:
     return found
 
 
+NOT_TRACES = frozenset({"traceprobe.meta.json"})  # record's metadata, before it was renamed
+
+
 def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    hits = {q for pat in patterns for q in root.rglob(pat) if q.is_file()}
+    hits = {
+        q
+        for pat in patterns
+        for q in root.rglob(pat)
+        if q.name not in NOT_TRACES
+        and not any(part.startswith(".") for part in q.relative_to(root).parts)
+        and q.is_file()
+    }
     return sorted(hits, key=_natural_key)
 
 

@@ -73,8 +73,40 @@ def timeline(cols: Columns) -> Timeline:
         extra["steps_thread"] = thread
     if cols.header.displayTimeUnit is not None:
         extra["display_time_unit"] = cols.header.displayTimeUnit
+    if cols.salvaged is not None:
+        extra["salvaged"] = dict(cols.salvaged)
+    extra.update({k: v for k, v in cols.notes.items() if k != "lenient"})
+    warnings = _warnings(cols, gpu_df)
+    if warnings:
+        extra["warnings"] = warnings
     meta = _meta(cols, kind_u, names_u, gpu_df.empty, extra)
     return Timeline(gpu=gpu_df, cpu=cpu_df, steps=steps, meta=meta)
+
+
+def _warnings(cols: Columns, gpu: pd.DataFrame) -> list[str]:
+    """What was read by a lenient rule, one sentence each (the report shows them)."""
+    out = list(cols.warnings)
+    lenient = cols.notes.get("lenient", {})
+    if lenient.get("no_dur"):
+        out.append(
+            f"{lenient['no_dur']:,} complete ('X') event(s) have no dur (absent or null) "
+            "and count as zero-length"
+        )
+    if cols.clamped:
+        out.append(f"{cols.clamped:,} event(s) have a negative dur, counted as zero-length")
+    if lenient.get("begin_end"):
+        out.append(
+            f"{lenient['begin_end']:,} begin/end ('B'/'E') event(s) are not analysed "
+            "(only complete 'X' events are); work written that way is missing from the figures"
+        )
+    if not gpu.empty:
+        lost = int((gpu["device"] < 0).sum())
+        if lost:
+            out.append(
+                f"{lost:,} GPU activit{'y has' if lost == 1 else 'ies have'} no device "
+                "(no whole-number args.device and no number in pid): shown as GPU -1"
+            )
+    return out
 
 
 def _cpu_frame(c: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray) -> pd.DataFrame:
@@ -158,7 +190,7 @@ def _copy_info(name: str) -> tuple[str, str, str]:
 def _step_number(name: Any) -> int:
     if isinstance(name, str) and name.startswith(STEP_PREFIX):
         n = name[len(STEP_PREFIX) :]
-        if n.isdigit():
+        if n.isascii() and n.isdigit() and len(n) <= 18:  # int64; longer: not a step number
             return int(n)
     return -1
 
@@ -213,7 +245,8 @@ def _meta(
 ) -> TraceMeta:
     doc = cols.header
     dist = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
-    props = tuple(p for p in doc.deviceProperties or () if isinstance(p, dict))
+    dp = doc.deviceProperties
+    props = tuple(p for p in dp if isinstance(p, dict)) if isinstance(dp, list) else ()
     amd = any(
         any(m in str(p.get("name", "")) for m in AMD_MARKS) or "gcnArchName" in p for p in props
     )

@@ -103,6 +103,7 @@ class Loading:
 
     def __init__(self, files: list[Path], jobs: int) -> None:
         self.files = files
+        self.fallbacks = 0  # files split between workers that were then loaded sequentially
         self._pool: Any = None
         self._pending: list[Any] = []
         if jobs > 1:
@@ -118,14 +119,26 @@ class Loading:
                         [pool.submit(_part_in_worker, str(f), i, parts) for i in range(parts)]
                     )
 
-    def result(self, progress: bool = False) -> list[Timeline]:
-        """The Timelines, in file order; the first failure raises (and stops the rest)."""
+    def result(
+        self, progress: bool = False, errors: list[TraceError] | None = None
+    ) -> list[Timeline]:
+        """The Timelines, in file order. The first failure raises (and stops the rest),
+        unless ``errors`` is a list: then a file that cannot be read adds its
+        :class:`TraceError` there and is left out (``loaded`` names the files kept)."""
         bar = _progress(len(self.files)) if progress else None
+        self.loaded: list[Path] = []
         try:
             out = []
             for i, f in enumerate(self.files):
-                cols = _collect(f) if self._pool is None else self._received(i, f)
+                try:
+                    cols = _collect(f) if self._pool is None else self._received(i, f)
+                except TraceError as e:
+                    if errors is None:
+                        raise
+                    errors.append(e)
+                    continue
                 out.append(_timeline(cols))
+                self.loaded.append(f)
                 del cols
                 if bar is not None:
                     bar.update(1)
@@ -145,12 +158,21 @@ class Loading:
             return cols
         from traceprobe.load.split import Unsplittable, merge
 
-        if any(part is None for part in done):
-            return _collect(f)  # a part failed: load it here, for the one true error or result
-        try:
-            return merge(done)
-        except Unsplittable:
-            return _collect(f)
+        why = next((part for part in done if isinstance(part, str)), None)
+        if why is None:
+            try:
+                cols = merge(done)
+            except Unsplittable as e:
+                why = str(e)
+            else:
+                cols.notes["parallel"] = {"parts": len(done), "merged": True}
+                return cols
+        # the one expected failure (see split.Unsplittable): load it here, for the one
+        # canonical result or error, and say so in meta.extra["parallel"]
+        self.fallbacks += 1
+        cols = _collect(f)
+        cols.notes["parallel"] = {"parts": len(done), "merged": False, "fallback": why}
+        return cols
 
     def close(self) -> None:
         """Stop the workers (files not yet started are not loaded)."""
@@ -184,13 +206,16 @@ def _collect_in_worker(path: str) -> Columns | tuple[str, str, str]:
         return (path, e.message, "")
 
 
-def _part_in_worker(path: str, part: int, parts: int) -> Columns | None:
-    from traceprobe.load.split import collect_part
+def _part_in_worker(path: str, part: int, parts: int) -> Columns | str:
+    """One part's columns, or why the split cannot give the sequential result
+    (:class:`~traceprobe.load.split.Unsplittable`: the parent then loads the file
+    itself). Anything else is a bug and propagates."""
+    from traceprobe.load.split import Unsplittable, collect_part
 
     try:
         return collect_part(path, part, parts)
-    except Exception:  # any doubt: the parent loads the file itself and raises what it finds
-        return None
+    except Unsplittable as e:
+        return str(e) or "unsplittable"
 
 
 def _cores() -> int:

@@ -23,17 +23,28 @@ from __future__ import annotations
 
 import os
 import re
-import zlib
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from traceprobe.errors import TraceError
+from traceprobe.load.files import (  # re-exported: the bytes stage, in its own module
+    BATCH_BYTES,
+    GZIP_MAGIC,
+    READ_BYTES,
+    REEXPORT,
+    FileChunks,
+    read_chunks,
+)
 from traceprobe.load.timestamps import us_to_ns
 
 __all__ = [
+    "BATCH_BYTES",
+    "GZIP_MAGIC",
+    "READ_BYTES",
+    "REEXPORT",
+    "FileChunks",
     "Document",
     "Event",
     "EventStream",
@@ -44,22 +55,7 @@ __all__ = [
     "us_to_ns",
 ]
 
-GZIP_MAGIC = b"\x1f\x8b"
-REEXPORT = (
-    "re-export the trace with torch.profiler's export_chrome_trace or tensorboard_trace_handler"
-)
-BATCH_BYTES = 1 << 20  # JSON text decoded at a time (bounds the memory for structs)
-READ_BYTES = 1 << 16  # compressed bytes read at a time (about 1 MB of JSON)
-
 _EMPTY = msgspec.Raw(b"")
-
-try:  # ISA-L inflates about 3x as fast as zlib, with the same interface; optional
-    from isal import isal_zlib as _inflate
-
-    _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate.error)  # type: ignore[assignment]
-except ImportError:
-    _inflate = zlib  # type: ignore[misc, unused-ignore]
-    _INFLATE_ERRORS = (zlib.error,)
 
 
 class Args(msgspec.Struct, frozen=True, gc=False):
@@ -116,88 +112,12 @@ _EVENTS = msgspec.json.Decoder(list[Event])
 _HEAD = msgspec.json.Decoder(Document)
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _WS = b" \t\r\n"
-
-
-# --------------------------------------------------------------------------- bytes
-
-
-def read_chunks(path: str | os.PathLike[str]) -> Iterator[bytes]:
-    """The file's bytes in pieces, gunzipped when they start with the gzip magic."""
-    p = Path(path)
-    try:
-        f = p.open("rb")
-    except FileNotFoundError:
-        raise TraceError(p, "no such file", "check the path") from None
-    except IsADirectoryError:
-        raise TraceError(
-            p,
-            "is a directory, not a trace file",
-            "use load_many() or find_traces() for a directory",
-        ) from None
-    except PermissionError:
-        raise TraceError(
-            p, "cannot read the file (permission denied)", "check the file's permissions"
-        ) from None
-    except OSError as e:
-        raise TraceError(
-            p, f"cannot read the file ({e.strerror or e})", "check the file and the disk"
-        ) from None
-    with f:
-        first = _read(f, p, READ_BYTES)
-        if not first:
-            raise TraceError(
-                p,
-                "the file is empty (0 bytes)",
-                f"the profiler probably stopped before writing; {REEXPORT}",
-            )
-        if first[:2] == GZIP_MAGIC:
-            yield from _gunzip(first, f, p)
-            return
-        yield first
-        while block := _read(f, p, BATCH_BYTES):
-            yield block
-
-
-def _read(f: Any, p: Path, n: int) -> bytes:
-    try:
-        return f.read(n)
-    except OSError as e:
-        raise TraceError(
-            p, f"cannot read the file ({e.strerror or e})", "check the file and the disk"
-        ) from None
-
-
-def _gunzip(first: bytes, f: Any, p: Path) -> Iterator[bytes]:
-    def corrupt(why: str) -> TraceError:
-        return TraceError(
-            p,
-            f"the gzip data is {why}",
-            f"copy the file again or {REEXPORT}; `gzip -t FILE` tests it",
-        )
-
-    d = _inflate.decompressobj(wbits=31)
-    block, produced = first, 0
-    while block:
-        try:
-            out = d.decompress(block)
-            while d.eof and d.unused_data:  # concatenated gzip members
-                rest = d.unused_data
-                d = _inflate.decompressobj(wbits=31)
-                out += d.decompress(rest)
-        except _INFLATE_ERRORS as e:
-            raise corrupt(f"corrupt ({e})") from None
-        if out:
-            produced += len(out)
-            yield out
-        block = _read(f, p, READ_BYTES)
-    if not d.eof:
-        raise corrupt(f"truncated (it ends after {produced:,} bytes of JSON)")
-    if not produced:
-        raise TraceError(
-            p,
-            "the gzip file holds no data",
-            f"the profiler probably stopped before writing; {REEXPORT}",
-        )
+_ANY_KEY = re.compile(rb'(?<!\\)"traceEvents"\s*:')
+# raw control characters (JSON allows them only escaped) -> spaces; outside strings they
+# are whitespace (tab, CR, LF) or invalid anyway
+_CONTROLS = bytes(b if b >= 0x20 else 0x20 for b in range(256))
+_CONTROLS_NOTE = "raw control characters (or line breaks) inside strings were read as spaces"
+_SALVAGE_TRIES = 256  # cuts tried backwards from the end of a cut-short text
 
 
 # --------------------------------------------------------------------------- events
@@ -218,9 +138,17 @@ class EventStream:
         self.batch_bytes = batch_bytes
         self.header = Document()
         self.event_count = 0
+        self.salvaged: dict[str, Any] | None = None  # set when the text ends mid-document
+        self.warnings: list[str] = []  # what was read leniently, for the report
+        self.keys = 0  # top-level "traceEvents" keys seen (more than one is refused)
+        self._kept_to = 0  # offset just past the last event of the batches yielded
 
     def __iter__(self) -> Iterator[list[Event]]:
-        it = iter(self.chunks)
+        yield from self._events()
+        self._finish()
+
+    def _events(self) -> Iterator[list[Event]]:
+        it = self._watch(iter(self.chunks))
         buf = b""
         start: int | None = None
         for chunk in it:
@@ -246,6 +174,89 @@ class EventStream:
 
     # -- the pieces
 
+    def _watch(self, it: Iterator[bytes]) -> Iterator[bytes]:
+        """The chunks, counting the ``"traceEvents":`` keys on the way (one pass, cheap)."""
+        tail = b""
+        for chunk in it:
+            text = tail + chunk
+            self.keys += sum(1 for m in _ANY_KEY.finditer(text) if m.end() > len(tail))
+            tail = text[-24:]
+            yield chunk
+
+    def _finish(self) -> None:
+        if self.keys > 1:
+            raise TraceError(
+                self.source,
+                f'the key "traceEvents" appears {self.keys} times; which list is the trace is '
+                "ambiguous (JSON readers disagree)",
+                f"keep one event list; {REEXPORT}",
+            )
+        cut = getattr(self.chunks, "cut", None)
+        if cut is not None and self.salvaged is None:  # the JSON inside was whole
+            self.warnings.append(
+                "the gzip stream lacks its end (trailer), but the JSON inside is complete"
+            )
+        trailing = getattr(self.chunks, "trailing", 0)
+        if trailing:
+            self.warnings.append(f"{trailing:,} bytes after the gzip data were ignored")
+
+    def _decode(self, decoder: Any, data: bytes) -> Any:
+        """``decoder.decode(data)``; raw control characters in strings (which Kineto
+        writes in some names, pytorch#136180) become spaces and are counted."""
+        try:
+            return decoder.decode(data)
+        except msgspec.DecodeError as e:
+            fixed = _without_controls(data, e)
+            if fixed is None:
+                raise
+            if _CONTROLS_NOTE not in self.warnings:
+                self.warnings.append(_CONTROLS_NOTE)
+            return decoder.decode(fixed)
+
+    def _salvage(self, buf: bytes, consumed: int, listform: bool) -> list[Event]:
+        """The complete events at the front of ``buf`` (the text after the last whole
+        batch, cut short). ``[`` + a prefix + ``]`` parses only when the prefix ends
+        just after a whole element (inside a string or a nested value the added ``]``
+        cannot close it), so the events kept are exactly those that end before the cut.
+        """
+        reason = (
+            "the gzip stream ends early (the file is cut short)"
+            if getattr(self.chunks, "cut", None) is not None
+            else "the JSON text ends mid-document (the file is cut short)"
+        )
+        kept: list[Event] = []
+        end = len(buf)
+        for _ in range(_SALVAGE_TRIES):
+            end = buf.rfind(b"}", 0, end)
+            if end < 0:
+                break
+            j = _skip_ws(buf, end + 1)
+            if j < len(buf) and buf[j : j + 1] not in (b",", b"]"):
+                continue
+            try:
+                kept = self._decode(_EVENTS, b"".join([b"[", memoryview(buf)[: end + 1], b"]"]))
+            except msgspec.ValidationError as e:
+                raise _validation_error(self.source, str(e), self.event_count, listform) from None
+            except (msgspec.DecodeError, RecursionError):
+                continue
+            self._kept_to = consumed + end + 1
+            break
+        if not kept and not self.event_count:
+            cut = getattr(self.chunks, "cut", None)
+            if cut is not None:
+                raise cut
+            raise TraceError(
+                self.source,
+                "truncated JSON: the text ends mid-document, before any complete event",
+                f"the write was probably interrupted; {REEXPORT}",
+            )
+        self.salvaged = {
+            "events_kept": self.event_count + len(kept),
+            "bytes_read": self._kept_to,
+            "reason": reason,
+        }
+        return kept
+
     def _count(self, batch: list[Event]) -> list[Event]:
         self.event_count += len(batch)
         return batch
@@ -265,7 +276,7 @@ class EventStream:
             return None, False
         try:  # everything before the key, closed: the top-level fields that come first
             self.header = _HEAD.decode(b"".join([buf[i : m.start()], b'"traceEvents":[]}']))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return -1, False  # the key sits somewhere unusual: let the whole decode judge
         return m.end(), False
 
@@ -288,7 +299,7 @@ class EventStream:
                 continue
             data = b"".join([b"[", memoryview(buf)[: end + 1], b"]"])
             try:
-                batch = _EVENTS.decode(data)
+                batch = self._decode(_EVENTS, data)
             except msgspec.ValidationError as e:
                 raise _validation_error(self.source, str(e), self.event_count, listform) from None
             except msgspec.DecodeError as e:
@@ -296,6 +307,9 @@ class EventStream:
                 if at and int(at.group(1)) < len(data) - 1:
                     raise _decode_error(data, self.source, e, consumed - 1) from None
                 continue  # the cut fell inside a nested value or string: try an earlier one
+            except RecursionError:
+                raise _nesting_error(self.source) from None
+            self._kept_to = consumed + end + 1
             return batch, k
         return None, 0
 
@@ -303,11 +317,16 @@ class EventStream:
         prefix = b"[" if listform else b'{"traceEvents":['
         data = b"".join([prefix, buf])
         try:
-            doc = _DOC.decode(data)
+            doc = self._decode(_DOC, data)
         except msgspec.ValidationError as e:
             raise _validation_error(self.source, str(e), self.event_count, listform) from None
         except msgspec.DecodeError as e:
+            if _is_cut(data, e):
+                yield self._count(self._salvage(buf, consumed, listform))
+                return
             raise _decode_error(data, self.source, e, consumed - len(prefix)) from None
+        except RecursionError:
+            raise _nesting_error(self.source) from None
         if isinstance(doc, list):
             yield self._count(doc)
             return
@@ -323,11 +342,46 @@ class EventStream:
         yield self._count(events)
 
     def _whole(self, data: bytes) -> Iterator[list[Event]]:
+        try:
+            _DOC.decode(data)
+        except msgspec.DecodeError as e:
+            fixed = _without_controls(data, e)
+            if fixed is not None:
+                data = fixed
+                self.warnings.append(_CONTROLS_NOTE)
+        except (msgspec.ValidationError, RecursionError):
+            pass  # decode_document says what is wrong
         doc = decode_document(data, self.source)
         events = doc.traceEvents or []
         doc.traceEvents = None
         self.header = doc
         yield self._count(events)
+
+
+def _is_cut(data: bytes, e: msgspec.DecodeError) -> bool:
+    """Whether a decode error means the text stops early (rather than a wrong byte):
+    msgspec's "truncated", or a number that the end of the text cut (``"ts":1.``)."""
+    msg = str(e)
+    if "truncated" in msg:
+        return True
+    at = re.search(r"\(byte (\d+)\)", msg)
+    return "invalid number" in msg and at is not None and int(at.group(1)) >= len(data) - 1
+
+
+def _without_controls(data: bytes, e: msgspec.DecodeError) -> bytes | None:
+    """``data`` with raw control characters as spaces, when ``e`` is about one."""
+    at = re.search(r"invalid character \(byte (\d+)\)", str(e))
+    if at is None or int(at.group(1)) >= len(data) or data[int(at.group(1))] >= 0x20:
+        return None
+    return data.translate(_CONTROLS)
+
+
+def _nesting_error(source: str) -> TraceError:
+    return TraceError(
+        source,
+        "JSON nested too deeply to read (thousands of levels)",
+        f"the file is not a profiler trace or is damaged; {REEXPORT}",
+    )
 
 
 def _skip_ws(buf: bytes, i: int) -> int:
@@ -337,8 +391,9 @@ def _skip_ws(buf: bytes, i: int) -> int:
 
 
 def read_events(path: str | os.PathLike[str]) -> EventStream:
-    """The events of one trace file, in batches (see :class:`EventStream`)."""
-    return EventStream(read_chunks(path), str(path))
+    """The events of one trace file, in batches (see :class:`EventStream`); a file cut
+    short keeps its complete events (``stream.salvaged`` says so)."""
+    return EventStream(FileChunks(path), str(path))
 
 
 def decode_events(data: bytes) -> list[Event]:
@@ -352,6 +407,8 @@ def decode_document(data: bytes, source: str) -> Document:
         data = data[3:]
     try:
         doc = _DOC.decode(data)
+    except RecursionError:
+        raise _nesting_error(source) from None
     except msgspec.ValidationError as e:
         raise _validation_error(source, str(e), 0, data.lstrip()[:1] == b"[") from None
     except msgspec.DecodeError as e:

@@ -53,6 +53,9 @@ class Columns:
     size_batch: dict[int, int] = field(default_factory=dict)  # correlation -> batch of its size
     rows: list[tuple[int, int, int]] = field(default_factory=list)  # (batch, CPU, GPU rows)
     batches: int = 0  # batches in the whole file (a part of it holds only some)
+    salvaged: dict[str, Any] | None = None  # the file was cut short: what was kept (read.py)
+    warnings: list[str] = field(default_factory=list)  # what was read leniently, in words
+    notes: dict[str, Any] = field(default_factory=dict)  # how it was loaded (meta.extra)
 
     @property
     def legacy(self) -> bool:

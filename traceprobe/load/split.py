@@ -29,17 +29,26 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import numpy as np
 
+from traceprobe.errors import TraceError
 from traceprobe.load.columns import Collector
-from traceprobe.load.read import BATCH_BYTES, Event, EventStream, decode_events, read_chunks
+from traceprobe.load.read import BATCH_BYTES, Event, EventStream, FileChunks, decode_events
 from traceprobe.load.schema import Columns
 
 _CUT = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 
 
 class Unsplittable(Exception):
-    """The file cannot be cut this way (its layout is unusual); load it sequentially."""
+    """The parts cannot give the sequential result; load the file sequentially.
+
+    The one expected failure of a split, raised when a guessed cut does not parse
+    (a ``}, {`` inside a string or a nested value), the layout is unusual, or the text
+    cannot be decoded in parts (a damaged or cut-short file, raw control characters,
+    a duplicate key): the sequential read then gives the one canonical result or error.
+    Anything else a part raises is a bug and propagates.
+    """
 
 
 class PartStream(EventStream):
@@ -56,7 +65,17 @@ class PartStream(EventStream):
         self.batches = 0
 
     def __iter__(self) -> Iterator[tuple[int, list[Event]]]:  # type: ignore[override]
-        it = iter(self.chunks)
+        try:
+            yield from self._parts()
+        except (msgspec.DecodeError, RecursionError) as e:
+            raise Unsplittable(f"{self.source}: a part does not parse ({e})") from None
+        except TraceError as e:  # its event index counts only this part's events
+            raise Unsplittable(f"{self.source}: a part found a problem ({e.problem})") from None
+        if self.keys > 1 or self.salvaged is not None or getattr(self.chunks, "cut", None):
+            raise Unsplittable(f"{self.source}: a duplicate key or a cut-short file")
+
+    def _parts(self) -> Iterator[tuple[int, list[Event]]]:
+        it = self._watch(iter(self.chunks))
         buf = b""
         start: int | None = None
         listform = False
@@ -87,11 +106,15 @@ class PartStream(EventStream):
 
 
 def collect_part(path: str | os.PathLike[str], part: int, parts: int) -> Columns:
-    """The columns of one part of a file (see the module docstring); raises on any doubt."""
-    stream = PartStream(read_chunks(path), str(path), part, parts)
+    """The columns of one part of a file (see the module docstring); raises
+    :class:`Unsplittable` on any doubt about the text."""
+    stream = PartStream(FileChunks(path), str(path), part, parts)
     c = Collector(str(path))
-    for k, batch in stream:
-        c.add(batch, k)
+    try:
+        for k, batch in stream:
+            c.add(batch, k)
+    except TraceError as e:  # from the collector: its event index counts only this part
+        raise Unsplittable(f"{path}: a part found a problem ({e.problem})") from None
     cols = c.columns(stream)
     cols.batches = stream.batches
     return cols
@@ -120,6 +143,9 @@ def merge(parts: list[Columns]) -> Columns:
             at = p.size_batch.get(c, -1)
             if c not in sizes or at > sizes[c][0]:
                 sizes[c] = (at, s)
+    lenient: Counter[str] = Counter()
+    for p in parts:
+        lenient.update(p.notes.get("lenient", {}))
     spans = [p.span for p in parts if p.span]
     return Columns(
         source=parts[0].source,
@@ -141,6 +167,8 @@ def merge(parts: list[Columns]) -> Columns:
         size_batch={c: at for c, (at, _) in sizes.items()},
         rows=[(k, *parts[i].rows[j][1:]) for k, i, j in order],
         batches=n,
+        notes={"lenient": dict(lenient)} if lenient else {},
+        warnings=list(dict.fromkeys(w for p in parts for w in p.warnings)),
     )
 
 

@@ -24,6 +24,7 @@ _MAX_INT_DIGITS = 18  # fits int64 before scaling; larger values are range-check
 _MAX_US = (2**63 - 1 - 999) // 1000
 _CHUNK = 1 << 16
 _NS_MIN, _NS_MAX = -(2**63) + 1, 2**63 - 1
+_MAX_DECIMAL_US = Decimal(10) ** 17  # above int64 ns (9.2e15 µs); keeps quantize in range
 
 
 def us_to_ns(tokens: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -35,6 +36,7 @@ def us_to_ns(tokens: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     optional fraction) are parsed with numpy in bulk; anything else (signs,
     exponents, quoted numbers, values beyond int64 ns) goes through
     ``decimal.Decimal`` one by one. Beyond-ns digits round half away from zero.
+    A value beyond int64 nanoseconds (about ±9.2e15 µs) has status 2, like junk.
     """
     n = len(tokens)
     ns = np.zeros(n, np.int64)
@@ -113,7 +115,7 @@ def _slow(text: bytes) -> tuple[int, int]:
         d = Decimal(t.decode("ascii"))
     except (InvalidOperation, UnicodeDecodeError, ValueError):
         return 0, 2
-    if not d.is_finite():
+    if not d.is_finite() or abs(d) > _MAX_DECIMAL_US:  # beyond int64 ns anyway
         return 0, 2
     v = int((d * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     if not _NS_MIN <= v <= _NS_MAX:

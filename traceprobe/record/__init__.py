@@ -6,7 +6,7 @@
 Layout written (one folder per variant, each complete or absent)::
 
     OUT/<workload>/<variant>/<worker>.<id>.pt.trace.json.gz   # one per rank for ddp
-    OUT/<workload>/<variant>/traceprobe.meta.json             # schema traceprobe.meta/1
+    OUT/<workload>/<variant>/traceprobe.meta.jsonc            # schema traceprobe.meta/1
     OUT/<workload>/<variant>/torch.log                        # torch's own log lines (quiet)
 
 ``tensorboard --logdir OUT`` (with torch-tb-profiler) opens it. Modules, in the order

@@ -1,4 +1,4 @@
-"""``traceprobe.meta.json``: what was recorded, how, on what, and how long it took.
+"""``traceprobe.meta.jsonc``: what was recorded, how, on what, and how long it took.
 
 One file per variant folder, beside its trace(s); schema ``traceprobe.meta/1``. Fields
 are only ever added; readers use ``.get(key, default)``. Times are seconds (``*_s``) or
@@ -43,7 +43,12 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "traceprobe.meta/1"
-FILENAME = "traceprobe.meta.json"
+# JSON, but not named *.json: HolisticTraceAnalysis reads every *.json and *.gz of a trace
+# folder as a rank's trace (and TensorBoard's plugin every *.pt.trace.json), so a
+# *.json beside the traces displaced rank 0's real trace
+FILENAME = "traceprobe.meta.jsonc"
+LEGACY_FILENAME = "traceprobe.meta.json"  # what recordings before this wrote; still read
+FILENAMES = (FILENAME, LEGACY_FILENAME)
 
 
 def environment() -> dict[str, Any]:
@@ -72,13 +77,34 @@ def write(path: Path, meta: dict[str, Any]) -> None:
 
 
 def read(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(Path(path).read_text())
+    """The metadata object; ValueError when it is not JSON or not an object of the
+    expected shape (``traces`` a list of objects, ``timing`` an object)."""
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not an object")
+    traces = data.get("traces", [])
+    if not isinstance(traces, list) or not all(isinstance(t, dict) for t in traces):
+        raise ValueError('"traces" is not a list of objects')
+    for t in traces:
+        if "file" in t and not isinstance(t["file"], str):
+            raise ValueError('a "file" in "traces" is not a string')
+    for key in ("timing", "profiler", "machine"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise ValueError(f'"{key}" is not an object')
+    for key in ("ranks", "gpus", "devices_used"):
+        if data.get(key) is not None and not isinstance(data[key], list):
+            raise ValueError(f'"{key}" is not a list')
     return data
 
 
 def find(out: Path) -> list[Path]:
     """Every metadata file under ``out`` (in finished variant folders only)."""
-    return sorted(p for p in Path(out).glob(f"*/*/{FILENAME}") if not p.parent.name.startswith("."))
+    found: dict[Path, Path] = {}
+    for name in reversed(FILENAMES):  # the current name wins over a legacy one beside it
+        for p in Path(out).glob(f"*/*/{name}"):
+            if not p.parent.name.startswith("."):
+                found[p.parent] = p
+    return sorted(found.values())
 
 
 def summary_line(m: dict[str, Any]) -> str:

@@ -358,16 +358,23 @@ def lanes_for_report(
 
 def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple[int, int] | None:
     """The window a report dict analysed, in exact ns: the step's ``ProfilerStep`` window
-    when ``window.step`` is set; else the report's ``start_us``/``end_us`` (floats), each
-    snapped to the trace's span, its steps' bounds or the profiler's span when within
-    2 ns of one (a µs float of an epoch-scale clock can miss the exact ns by one); a
-    report without them: the whole trace (``timeline.span``)."""
+    when ``window.step`` is set; else the report's default window (the profiled steps, or
+    the profiler's span: :func:`traceprobe.report.build.default_window`) when it names its
+    ``window.basis``; else the report's ``start_us``/``end_us`` (floats), each snapped to the
+    trace's span, its steps' bounds or the profiler's span when within 2 ns of one (a µs
+    float of an epoch-scale clock can miss the exact ns by one); a report without them: the
+    whole trace (``timeline.span``)."""
     w = (report or {}).get("window") or {}
     step = w.get("step")
     if step is not None:
         hit = timeline.steps[timeline.steps["step"] == step].sort_values("start", kind="stable")
         if len(hit):  # the first window of that number, as the report takes it
             return int(hit["start"].iloc[0]), int(hit["end"].iloc[0])
+    elif w.get("basis") in ("steps", "profiler"):
+        from traceprobe.report.build import default_window
+
+        start, end, _ = default_window(timeline)
+        return start, end
     lo, hi = w.get("start_us"), w.get("end_us")
     if lo is None or hi is None or hi < lo:
         return timeline.span

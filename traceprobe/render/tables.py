@@ -69,7 +69,12 @@ def _facts(r: Mapping[str, Any]) -> list[str]:
         first += f", rank {r['rank']}"
     window = r.get("window") or {}
     step = window.get("step")
-    where = "whole trace" if step is None else f"ProfilerStep#{step}"
+    basis = window.get("basis")
+    where = (
+        f"ProfilerStep#{step}" if step is not None
+        else {"steps": "the profiled steps", "profiler": "the profiler's recording span"}.get(
+            str(basis), "whole trace")
+    )
     line = f"window: {where}, {fmt_time(r.get('span_us'))} long"
     if r.get("gpu_span_us"):
         line += f"; GPU activity spans {fmt_time(r['gpu_span_us'])}"

@@ -52,29 +52,47 @@ def analyze(
     for the whole trace plus one sub-report per step. ``devices``: analyse only these
     GPUs, each listed even without events; None lists every GPU with activity.
     Raises UsageError for a step the trace does not have (naming the ones it has).
+    (:func:`check_devices` refuses devices the traces lack, as ``--device`` does.)
     """
-    devs = _devices(timeline, devices)
+    return _analyze_one(timeline, step, _devices(timeline, devices))
+
+
+def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
     pid = host_process(timeline.cpu)
+    extra = timeline.meta.extra
+    warnings: tuple[str, ...] = tuple(extra.get("warnings", ()))
+    salvaged: dict[str, Any] | None = extra.get("salvaged")
     if step is None or step == "all":
-        lo, hi = timeline.span or (0, 0)
+        lo, hi, basis = default_window(timeline)
+        gap = stray_gap(timeline, lo, hi)
+        if gap is not None:
+            warnings += (gap,)
+        span = timeline.span
+        covers = basis == "events" and (span is None or (lo <= span[0] and span[1] <= hi))
+        part = timeline if covers else timeline.window(lo, hi)
         paths = _critical_paths(timeline)
-        whole = _window_report(timeline, lo, hi, None, devs, pid)
+        whole = _window_report(part, lo, hi, None, devs, pid, basis)
         whole = replace(whole, critical_path=paths["window"])
         steps: tuple[Report, ...] = ()
         if step == "all":
             steps = tuple(
                 replace(
-                    _window_report(timeline.window(s, e), s, e, n, devs, pid),
+                    _window_report(timeline.window(s, e), s, e, n, devs, pid, "step"),
                     critical_path=paths["steps"].get(n),
                 )
                 for n, s, e in _step_rows(timeline)
             )
-        whole = replace(whole, steps=steps)
+        whole = replace(whole, steps=steps, warnings=warnings, salvaged=salvaged)
         return replace(whole, headlines=headlines(whole))
     n = _step_number(step, timeline)
     s, e = next((s, e) for m, s, e in _step_rows(timeline) if m == n)
-    rep = _window_report(timeline.window(s, e), s, e, n, devs, pid)
-    rep = replace(rep, critical_path=_critical_paths(timeline)["steps"].get(n))
+    rep = _window_report(timeline.window(s, e), s, e, n, devs, pid, "step")
+    rep = replace(
+        rep,
+        warnings=warnings,
+        salvaged=salvaged,
+        critical_path=_critical_paths(timeline)["steps"].get(n),
+    )
     return replace(rep, headlines=headlines(rep))
 
 
@@ -87,11 +105,87 @@ def _critical_paths(timeline: Timeline) -> dict[str, Any]:
         return {"window": None, "steps": {}}
 
 
+STARTUP_NAMES = frozenset({"Activity Buffer Request"})  # the profiler's own start-up work
+STARTUP_KINDS = frozenset({"overhead"})
+
+
+def default_window(timeline: Timeline) -> tuple[int, int, str]:
+    """``(start_ns, end_ns, basis)`` of what a whole-trace report analyses.
+
+    The profiled steps (first ProfilerStep start to last step end) when there are
+    any; else the profiler's own recording span (its ``Trace`` event), tightened to
+    the events inside it; else first event start to last event end. The profiler's
+    start-up (``Activity Buffer Request``, category ``overhead``) never opens the window.
+    """
+    rows = _step_rows(timeline)
+    if rows:
+        return min(s for _, s, _ in rows), max(e for _, _, e in rows), "steps"
+    lo, hi = _event_span(timeline)
+    span = timeline.meta.extra.get("profiler_span_ns")
+    if span and lo is not None and hi is not None:
+        plo, phi = max(lo, int(span[0])), min(hi, int(span[1]))
+        if plo < phi:
+            return plo, phi, "profiler"
+    if lo is None or hi is None:
+        return 0, 0, "events"
+    return lo, hi, "events"
+
+
+STRAY_GAP = 0.9  # a gap without events this share of the window: a stray timestamp?
+STRAY_MIN_NS = 1_000_000_000  # only in windows over a second
+
+
+def stray_gap(timeline: Timeline, lo: int, hi: int) -> str | None:
+    """A warning when one gap with no event at all covers most of the window (> 90%
+    of a window over 1 s): typically one stray timestamp (``ts: 0`` among epoch-scale
+    ones) stretching the window, so that every utilization looks near zero."""
+    if hi - lo < STRAY_MIN_NS:
+        return None
+    import numpy as np
+
+    from traceprobe.intervals import spans
+
+    starts, ends = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    for df in (timeline.gpu, timeline.cpu):
+        if not df.empty:
+            starts.append(df["start"].to_numpy(np.int64).clip(lo, hi))
+            ends.append(df["end"].to_numpy(np.int64).clip(lo, hi))
+    union = spans(np.concatenate(starts), np.concatenate(ends))
+    t = np.concatenate([[lo], union.ends])  # where each gap starts
+    gaps = np.concatenate([union.starts, [hi]]) - t
+    i = int(gaps.argmax())
+    if gaps[i] <= STRAY_GAP * (hi - lo):
+        return None
+    return (
+        f"{gaps[i] / (hi - lo):.1%} of the window ({gaps[i] / 1e9:,.3f} s, from "
+        f"{(int(t[i]) - lo) / 1e3:,.1f} µs into it) holds no event at all: probably a stray "
+        "timestamp; the figures count that gap as idle (analyse a --step, or fix the trace)"
+    )
+
+
+def _event_span(timeline: Timeline) -> tuple[int | None, int | None]:
+    """First start and last end over GPU activities and CPU events, start-up left out."""
+    cpu = timeline.cpu
+    if not cpu.empty:
+        startup = cpu["name"].isin(STARTUP_NAMES) | cpu["kind"].isin(STARTUP_KINDS)
+        if startup.any():
+            cpu = cpu[~startup]
+    lo, hi = [], []
+    for df in (timeline.gpu, cpu):
+        if not df.empty:
+            lo.append(int(df["start"].min()))
+            hi.append(int(df["end"].max()))
+    if not lo:
+        return None, None
+    return min(lo), max(hi)
+
+
 def analyze_many(
     timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None
 ) -> MultiReport:
     """Analyse each timeline, then compare device busy time across them (one host clock assumed)."""
-    reports = tuple(analyze(t, step=step, devices=devices) for t in timelines)
+    only = None if devices is None else sorted({int(d) for d in devices})
+    reports = tuple(_analyze_one(t, step, t.devices if only is None else only) for t in timelines)
     windows = [(r.window.start_ns, r.window.end_ns) for r in reports]
     return MultiReport(reports, cross_trace([r.devices for r in reports], windows))
 
@@ -100,6 +194,26 @@ def _devices(timeline: Timeline, devices: Sequence[int] | None) -> list[int]:
     if devices is None:
         return timeline.devices
     return sorted({int(d) for d in devices})
+
+
+def check_devices(timelines: Sequence[Timeline], devices: Sequence[int]) -> None:
+    """Raise UsageError for a device none of ``timelines`` has (no activity, not in
+    ``deviceProperties``), naming the devices they do have: what ``--device`` checks
+    (the library itself lists any device asked for, with zeros when it has no events)."""
+    have: set[int] = set()
+    for tl in timelines:
+        have.update(tl.devices)
+        have.update(
+            p["id"] for p in tl.meta.device_properties if isinstance(p.get("id"), int)
+        )
+    missing = [d for d in devices if d not in have]
+    if missing:
+        where = timelines[0].source if len(timelines) == 1 else f"{len(timelines)} traces"
+        listed = ", ".join(str(d) for d in sorted(have)) if have else "none"
+        raise UsageError(
+            f"{where}: no GPU {', '.join(map(str, missing))} (GPUs in the trace: {listed}); "
+            "pick one of those with --device"
+        )
 
 
 def _step_rows(timeline: Timeline) -> list[tuple[int, int, int]]:
@@ -146,7 +260,13 @@ def _ranges(numbers_: list[int]) -> str:
 
 
 def _window_report(
-    tl: Timeline, lo: int, hi: int, step: int | None, devices: list[int], pid: int | None
+    tl: Timeline,
+    lo: int,
+    hi: int,
+    step: int | None,
+    devices: list[int],
+    pid: int | None,
+    basis: str,
 ) -> Report:
     """All figures for ``tl`` (already clipped to ``[lo, hi)``) on ``devices``."""
     gpu = tl.gpu if set(tl.devices) <= set(devices) else tl.gpu[tl.gpu["device"].isin(devices)]
@@ -161,7 +281,7 @@ def _window_report(
         trace=tl.source,
         format=tl.meta.format,
         rank=tl.meta.rank,
-        window=Window(lo, hi, step),
+        window=Window(lo, hi, step, basis),
         span_ns=span,
         gpu_span_ns=gpu_span,
         counts=Counts(

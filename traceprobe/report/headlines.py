@@ -31,6 +31,11 @@ def _gpu(d: int) -> str:
 
 def headlines(r: Report) -> tuple[str, ...]:
     out: list[str] = []
+    if r.salvaged is not None:  # first: every figure below depends on it
+        out.append(
+            f"The trace was cut short ({r.salvaged['reason']}): these figures describe only "
+            f"the {r.salvaged['events_kept']:,} complete events before the cut"
+        )
     if not r.devices:
         out.append("No GPU activity in the window: the trace shows CPU work only")
         if r.top_ops:

@@ -21,15 +21,22 @@ if TYPE_CHECKING:  # annotations only: the model imports no pandas
 
 SCHEMA = "traceprobe.report/1"  # one trace: Report.to_dict()
 MULTI_SCHEMA = "traceprobe.reports/1"  # several traces: MultiReport.to_dict()
+_PER_TRACE = ("steps", "headlines", "warnings", "salvaged")  # not repeated in step reports
 
 Step = int | str | None  # None, a step number (int or digits), or "all"
 
 
 @dataclass(frozen=True)
 class Window:
+    """What was analysed. ``basis``: ``"steps"`` (first ProfilerStep start to last step
+    end), ``"profiler"`` (the profiler's own recording span, tightened to the events in
+    it, start-up overhead left out), ``"events"`` (first event start to last event end:
+    a trace with neither) or ``"step"`` (one ProfilerStep)."""
+
     start_ns: int
     end_ns: int
     step: int | None
+    basis: str = "events"
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class Report:
     serial: Serial
     top_kernels: tuple[TopKernel, ...]
     top_ops: tuple[TopOp, ...]
+    warnings: tuple[str, ...] = ()  # what the loader read leniently (the trace's own)
+    salvaged: dict[str, Any] | None = None  # the file was cut short: what was kept
     steps: tuple[Report, ...] = ()
     headlines: tuple[str, ...] = ()
     # traceprobe.graph's critical path of this window (plain data, already in µs)
@@ -137,9 +146,10 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """Exactly the ``traceprobe.report/1`` object (times in µs, None for undefined figures)."""
         out: dict[str, Any] = {"schema": SCHEMA, **plain(self)}
+        if self.salvaged is None:
+            del out["salvaged"]  # present only for a file that was cut short
         out["steps"] = [
-            {k: v for k, v in s.to_dict().items() if k not in ("steps", "headlines")}
-            for s in self.steps
+            {k: v for k, v in s.to_dict().items() if k not in _PER_TRACE} for s in self.steps
         ]
         return out
 

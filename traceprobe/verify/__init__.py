@@ -3,7 +3,7 @@
     verdicts = verify_dir("traceprobe-out")   # -> dict, schema "traceprobe.verdicts/1"
     text = render(verdicts, "markdown")       # traceprobe.render.verdicts
 
-The flow: every ``traceprobe.meta.json`` under the folder (any depth) -> its variant's
+The flow: every ``traceprobe.meta.jsonc`` under the folder (any depth) -> its variant's
 traces (loader) -> the report dict (report.analyze, docs/REPORT_SCHEMA.md) plus a few
 timeline figures the report lacks (:func:`timeline_figures`) -> one :class:`Recorded`
 per variant -> one small rule per workload -> one verdict per variant::

@@ -3,7 +3,7 @@
     recorded = load_recorded("traceprobe-out")   # -> [Recorded], one per variant
     machine_of([v.meta for v in recorded])       # the machine they were recorded on
 
-A variant is a folder with a ``traceprobe.meta.json`` (any depth; hidden staging folders
+A variant is a folder with a ``traceprobe.meta.jsonc`` (any depth; hidden staging folders
 skipped) and the traces it lists; :class:`Recorded` holds its metadata, its report dict
 (report.analyze, docs/REPORT_SCHEMA.md) and the timeline-only figures
 (:func:`traceprobe.verify.figures.timeline_figures`) that rules read.
@@ -99,12 +99,16 @@ class Recorded:
 
 
 def find_metadata(root: Path) -> list[Path]:
-    """Every finished variant's metadata under ``root`` (hidden staging folders skipped)."""
-    found = [p for p in root.rglob(meta_file.FILENAME)
-             if not any(part.startswith(".") for part in p.relative_to(root).parts)]
-    if (root / meta_file.FILENAME).is_file() and root / meta_file.FILENAME not in found:
-        found.append(root / meta_file.FILENAME)
-    return sorted(found)
+    """Every finished variant's metadata under ``root`` (hidden staging folders skipped);
+    one per folder, the current file name before the legacy ``traceprobe.meta.json``."""
+    found: dict[Path, Path] = {}
+    for name in reversed(meta_file.FILENAMES):
+        for p in root.rglob(name):
+            if p.is_file() and not any(
+                part.startswith(".") for part in p.relative_to(root).parts
+            ):
+                found[p.parent] = p
+    return sorted(found.values())
 
 
 def trace_paths(meta_path: Path, m: Mapping[str, Any]) -> list[Path]:
@@ -148,6 +152,9 @@ def load_recorded(path: str | Path, *, jobs: int | None = None) -> list[Recorded
     from traceprobe.load import pipeline as loader
 
     root = Path(path)
+    if root.is_file():
+        raise UsageError(f"{root} is a file; give the folder `traceprobe record` wrote "
+                         "(default traceprobe-out), not one of its files")
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory; give the folder `traceprobe record` "
                          "wrote (default traceprobe-out)")
@@ -161,7 +168,7 @@ def load_recorded(path: str | Path, *, jobs: int | None = None) -> list[Recorded
             metas.append(meta_file.read(p))
         except (OSError, ValueError) as e:
             raise TraceError(p, f"cannot read the metadata ({e})",
-                             "record the variant again") from e
+                             "record the variant again") from None
     files = [trace_paths(p, m) for p, m in zip(metas_at, metas, strict=True)]
     timelines = iter(loader.load_many([f for fs in files for f in fs], jobs=jobs))
     recorded = []

@@ -1,0 +1,120 @@
+"""Fuzzing the loader through the CLI, in-process: mutations of a real trace.
+
+Whatever the bytes (cut short, flipped, values of the wrong type, huge and negative
+numbers, deep nesting), ``traceprobe analyze`` exits with a documented code (README
+"Exit codes": 0 report, 2 usage, 3 bad input) and never with a traceback or the
+internal-error code 70: an error is one stderr line naming the file. Bounded (a few
+dozen derandomized examples on a small committed trace) so CI stays fast; set
+``TRACEPROBE_FUZZ_EXAMPLES`` for a longer local run.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+from pathlib import Path
+
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from traceprobe.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = [  # a CPU-only recording and a GPU one (kernels, copies, runtime calls, a step)
+    next((ROOT / "sample_traces" / "cpu" / "two-devices" / "parallel").glob("*.json.gz")),
+    next((ROOT / "sample_traces" / "h200x2" / "independent-ops" / "single").glob("*.json.gz")),
+]
+RAWS = [gzip.decompress(p.read_bytes()) for p in SOURCES]
+DOCS = [json.loads(r) for r in RAWS]
+EXAMPLES = int(os.environ.get("TRACEPROBE_FUZZ_EXAMPLES", "40"))
+DOCUMENTED = {0, 2, 3}
+
+ODD_VALUES = [
+    None, True, -1, -1e300, 1e300, 1e30, "1e30", 2**64, -(2**63), 0.9, "", "x", [], [1, 2],
+    {"a": 1}, "0x10", 9.3e15, -5, "NaN",
+]
+FIELDS = ["ts", "dur", "ph", "cat", "name", "pid", "tid", "args"]
+ARGS = ["device", "stream", "correlation", "External id", "bytes", "fromDevice", "toDevice"]
+
+
+def mutate_json(doc: dict, rng: random.Random, n: int) -> bytes:
+    """``n`` value-level mutations of the trace's events (and top-level fields)."""
+    d = json.loads(json.dumps(doc))
+    events = d["traceEvents"]
+    for _ in range(n):
+        what = rng.randrange(6)
+        ev = events[rng.randrange(len(events))] if events else {}
+        value = rng.choice(ODD_VALUES)
+        if not isinstance(ev, dict):  # an earlier mutation put a non-event here
+            continue
+        if what == 0:
+            ev[rng.choice(FIELDS)] = value
+        elif what == 1:
+            ev.setdefault("args", {})
+            if isinstance(ev["args"], dict):
+                ev["args"][rng.choice(ARGS)] = value
+        elif what == 2:
+            ev.pop(rng.choice(FIELDS), None)
+        elif what == 3:
+            top = ["deviceProperties", "distributedInfo", "traceName", "schemaVersion"]
+            d[rng.choice(top)] = value
+        elif what == 4 and isinstance(ev, dict):  # deep nesting, written as text
+            depth = rng.choice([10, 1000, 50_000])
+            ev["deep"] = "__DEEP__"
+            return json.dumps(d).replace('"__DEEP__"', "[" * depth + "1" + "]" * depth).encode()
+        else:
+            events.insert(rng.randrange(len(events) + 1), rng.choice(ODD_VALUES))
+    return json.dumps(d).encode()
+
+
+def mutate_bytes(data: bytes, rng: random.Random, n: int) -> bytes:
+    """Byte-level damage: cuts, flips, insertions."""
+    b = bytearray(data)
+    for _ in range(n):
+        what = rng.randrange(3)
+        if what == 0 and len(b) > 1:
+            del b[rng.randrange(1, len(b)) :]
+        elif what == 1 and b:
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        else:
+            b[rng.randrange(len(b) + 1) : 0] = bytes([rng.randrange(256)])
+    return bytes(b)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    source=st.sampled_from(range(len(SOURCES))),
+    seed=st.integers(0, 2**32 - 1),
+    layer=st.sampled_from(["json", "bytes", "gzip-bytes", "both"]),
+    n=st.integers(1, 4),
+)
+def test_any_mutation_exits_with_a_documented_code_and_no_traceback(
+    tmp_path, source, seed, layer, n
+):
+    rng = random.Random(seed)
+    data = RAWS[source]
+    if layer in ("json", "both"):
+        data = mutate_json(DOCS[source], rng, n)
+    if layer in ("bytes", "both"):
+        data = mutate_bytes(data, rng, n)
+    if layer == "gzip-bytes":
+        data = mutate_bytes(gzip.compress(data, mtime=0), rng, n)
+    path = tmp_path / f"fuzz-{seed}.json"
+    path.write_bytes(data)
+    result = CliRunner().invoke(cli, ["analyze", str(path), "-f", "json", "-j", "1"])
+    err = result.stderr
+    assert result.exit_code in DOCUMENTED, (result.exit_code, err, result.exception)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if result.exit_code == 0:
+        json.loads(result.stdout)  # a whole report
+    else:
+        lines = err.splitlines()
+        assert len(lines) == 1 and str(path) in lines[0], err

@@ -1,0 +1,39 @@
+"""What the loader read leniently or salvaged, said once on stderr (every command that loads).
+
+    notices(timelines, strict=False)    # one line per salvaged trace and per warning
+
+A salvaged trace (cut short) is a ``notice``; with ``strict`` it is an error (exit 3)
+instead. Each of ``meta.extra["warnings"]`` is a ``warning`` line. The JSON report
+carries the same (``salvaged``, ``warnings``); rules: docs/INPUT.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from traceprobe.errors import TraceError
+
+
+def notices(timelines: Sequence[Any], *, strict: bool = False) -> None:
+    """One stderr line per salvaged trace and per lenient reading (the report says it too)."""
+    for tl in timelines:
+        salvaged = tl.meta.extra.get("salvaged")
+        if salvaged is not None:
+            if strict:
+                raise TraceError(
+                    tl.source,
+                    f"{salvaged['reason']}; {salvaged['events_kept']:,} complete events "
+                    "before the cut could be analysed",
+                    "drop --strict to analyse them, or record the trace again",
+                )
+            click.echo(
+                f"traceprobe: notice: {tl.source}: {salvaged['reason']}; analysing the "
+                f"{salvaged['events_kept']:,} complete events before the cut "
+                f"({salvaged['bytes_read']:,} bytes of JSON)",
+                err=True,
+            )
+        for w in tl.meta.extra.get("warnings", ()):
+            click.echo(f"traceprobe: warning: {tl.source}: {w}", err=True)
