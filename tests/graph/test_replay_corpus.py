@@ -69,7 +69,7 @@ def test_fixed_point_shortcut_is_the_replay(path, monkeypatch):
     import numpy as np
 
     import traceprobe.graph.replay as rp
-    from traceprobe.graph.model import build
+    from traceprobe.graph.build import build
 
     g = build(load(path))
     fast = rp.replay(g, rp.Plan.of(g))

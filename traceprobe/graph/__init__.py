@@ -70,9 +70,15 @@ class WhatIf:
         }
 
 
-def critical_paths(tl: Timeline) -> dict[str, Any]:
-    """The critical path of the whole trace and of each step (replay with no change)."""
-    from traceprobe.graph.model import build
+def critical_paths(tl: Timeline, window: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The critical path of the whole trace and of each step (replay with no change).
+
+    ``window`` (ns): the report's window when it is not the whole trace. When it runs from
+    the first step's start to the last step's end, the path is walked back from the last
+    step's end marker to the first step's start; otherwise the whole trace's path is cut
+    to the window (the pieces still tile it exactly).
+    """
+    from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
     from traceprobe.graph.replay import Plan, replay
 
@@ -82,14 +88,33 @@ def critical_paths(tl: Timeline) -> dict[str, Any]:
     rp = replay(g, Plan.of(g))
     lists = walker(g, rp)
     return {
-        "window": _whole(g, rp, lists),
+        "window": _windowed(g, rp, lists, window),
         "steps": {n: _step(g, rp, s, e, lists) for n, s, e in g.steps},
     }
 
 
+def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) -> dict[str, Any]:
+    from traceprobe.graph.path import summary, walk, window_end
+
+    if window is None:
+        return _whole(g, rp, lists)
+    lo, hi = window
+    if g.steps:
+        first = min(g.steps, key=lambda r: int(g.start[r[1]]))
+        last = max(g.steps, key=lambda r: int(g.start[r[2]]))
+        if (int(g.start[first[1]]), int(g.start[last[2]])) == (lo, hi):
+            return _step(g, rp, first[1], last[2], lists)
+    i, end = window_end(g, rp)
+    pieces = [(max(s, lo), min(e, hi), k, n) for s, e, k, n in walk(g, rp, i, end, g.origin, lists)
+              if e > lo and s < hi]
+    if not pieces or pieces[0][0] > lo or pieces[-1][1] < hi:  # the path does not cover it
+        return _whole(g, rp, lists) if (lo, hi) == (g.origin, end) else None  # type: ignore[return-value]
+    return summary(pieces, lo, hi)
+
+
 def whole_path(tl: Timeline) -> list[tuple[int, int, str, str]]:
     """The whole trace's critical path as (start ns, end ns, category, name) pieces."""
-    from traceprobe.graph.model import build
+    from traceprobe.graph.build import build
     from traceprobe.graph.path import walk, window_end
     from traceprobe.graph.replay import Plan, replay
 
@@ -107,7 +132,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     ``step``: ``"all"`` (every ProfilerStep; the whole trace when it has none), N, or None
     (the whole trace).
     """
-    from traceprobe.graph.model import build
+    from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
     from traceprobe.graph.replay import Plan, replay
     from traceprobe.graph.scenarios import parse, plan

@@ -103,8 +103,8 @@ class Graph:
         return len(self.ntype)
 
 
-def build(tl: Timeline) -> Graph:
-    """The dependency graph of ``tl`` (one rank)."""
+def structure(tl: Timeline) -> Graph:
+    """The dependency graph of ``tl`` (one rank): nodes and edges, delays not yet set."""
     origin, span_end = tl.span or (0, 0)
     calls = _host_calls(tl.cpu)
     keep = calls["top"].to_numpy() == np.arange(len(calls))
@@ -169,10 +169,6 @@ def build(tl: Timeline) -> Graph:
     _link_launches(g, gpu, calls["correlation"].to_numpy(), hi[top_row], gi)
     _host_chain(g)
     _classify_gaps(g, tl.cpu)
-    from traceprobe.graph.delays import gpu_delays, host_waits  # they read a Graph
-
-    host_waits(g)
-    gpu_delays(g)
     mk = pos[nh + np.arange(nm)]
     by_step: dict[int, list[int]] = {}
     for j, s in enumerate(marks["step"].tolist()):

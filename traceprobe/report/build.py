@@ -70,7 +70,7 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
         span = timeline.span
         covers = basis == "events" and (span is None or (lo <= span[0] and span[1] <= hi))
         part = timeline if covers else timeline.window(lo, hi)
-        paths = _critical_paths(timeline)
+        paths = _critical_paths(timeline, (lo, hi))
         whole = _window_report(part, lo, hi, None, devs, pid, basis)
         whole = replace(whole, critical_path=paths["window"])
         steps: tuple[Report, ...] = ()
@@ -96,11 +96,11 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
     return replace(rep, headlines=headlines(rep))
 
 
-def _critical_paths(timeline: Timeline) -> dict[str, Any]:
-    """The replayed critical path of the whole trace and of each step (traceprobe.graph);
+def _critical_paths(timeline: Timeline, window: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The replayed critical path of the report's window and of each step (traceprobe.graph);
     null ones when the inferred graph has a cycle (an inference failed, not the trace)."""
     try:
-        return critical_paths(timeline)
+        return critical_paths(timeline, window)
     except ValueError:
         return {"window": None, "steps": {}}
 

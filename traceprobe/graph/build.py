@@ -1,0 +1,16 @@
+"""A trace's dependency graph, complete: its structure (:mod:`.model`) with the delays of
+every edge calibrated from the measured times (:mod:`.delays`)."""
+
+from __future__ import annotations
+
+from traceprobe.graph.delays import gpu_delays, host_waits
+from traceprobe.graph.model import Graph, structure
+from traceprobe.timeline import Timeline
+
+
+def build(tl: Timeline) -> Graph:
+    """The graph of one trace (one rank), ready to replay."""
+    g = structure(tl)
+    host_waits(g)
+    gpu_delays(g)
+    return g
