@@ -18,12 +18,14 @@ from traceprobe.metrics.devices import device_busy, stream_busy, stream_concurre
 from traceprobe.metrics.host import (
     LAUNCH_KINDS,
     Host,
-    host_calls,
     host_process,
-    idle_attribution,
     kernel_gaps,
     launch_latency,
 )
+from traceprobe.metrics.copies import copy_rates
+from traceprobe.metrics.idle import idle_causes
+from traceprobe.metrics.regions import host_events
+from traceprobe.metrics.steps import step_breakdown
 from traceprobe.metrics.overlap import (
     Overlap,
     comm_compute,
@@ -141,6 +143,7 @@ def _window_report(
     busy = device_busy(gpu, devices, span, names)
     streams = stream_busy(gpu, devices)
     kind = gpu["kind"]
+    host = host_events(cpu, pid)
     return Report(
         trace=tl.source,
         format=tl.meta.format,
@@ -166,11 +169,13 @@ def _window_report(
             streams=stream_concurrency(streams, devices),
         ),
         host=Host(
-            devices=idle_attribution(busy, host_calls(cpu, pid), lo, hi),
+            devices=idle_causes(busy, host, lo, hi),
             launch_latency=launch_latency(gpu, cpu),
-            kernel_gaps=kernel_gaps(gpu, devices),
+            kernel_gaps=kernel_gaps(gpu, devices, cpu),
         ),
         serial=serial(busy, streams, gpu_span),
         top_kernels=top_kernels(gpu, devices),
         top_ops=top_ops(cpu),
+        copies=copy_rates(gpu, devices, names),
+        step_breakdown=step_breakdown(gpu, host, tl.steps, devices),
     )

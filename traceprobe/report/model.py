@@ -12,9 +12,11 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the model imports no pandas
+    from traceprobe.metrics.copies import CopyRate
     from traceprobe.metrics.devices import DeviceBusy, StreamBusy
     from traceprobe.metrics.host import Host
     from traceprobe.metrics.overlap import CrossTrace, Overlap, Serial
+    from traceprobe.metrics.steps import StepBreakdown
     from traceprobe.metrics.top import TopKernel, TopOp
 
 SCHEMA = "traceprobe.report/1"
@@ -57,6 +59,8 @@ class Report:
     serial: Serial
     top_kernels: tuple[TopKernel, ...]
     top_ops: tuple[TopOp, ...]
+    copies: tuple[CopyRate, ...] = ()  # bandwidth per device, direction and memory kinds
+    step_breakdown: tuple[StepBreakdown, ...] = ()  # per ProfilerStep and device
     steps: tuple[Report, ...] = ()
     headlines: tuple[str, ...] = ()
 
