@@ -70,7 +70,7 @@ def _partition(idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int) -> 
 
     near = measure_within(idle, ev.start, ev.end) > 0
     st, en, nm, cls = ev.start[near], ev.end[near], ev.name[near], ev.cls[near]
-    bounds = segments(idle.starts, idle.ends, st, en, lo=lo, hi=hi)
+    bounds = segments(idle.starts, idle.ends, st, en, others.starts, others.ends, lo=lo, hi=hi)
     s0, length = bounds[:-1], np.diff(bounds)
     j = np.searchsorted(idle.starts, s0, side="right") - 1
     in_idle = (j >= 0) & (s0 < idle.ends[np.maximum(j, 0)]) & (length > 0)
@@ -97,7 +97,8 @@ def _partition(idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int) -> 
     child = np.full(n, "", object)
     event = gap_of.astype(np.int64) + len(st)  # host idle: "calls" are idle gaps
     inner = np.where(syn >= 0, syn, leaf)
-    inner_name = np.where(inner >= 0, nm[np.maximum(inner, 0)], NO_OP)
+    inner_name = np.full(n, NO_OP, object)
+    inner_name[inner >= 0] = nm[inner[inner >= 0]]
 
     r = reg >= 0
     kind[r], name[r], child[r], event[r] = cls[reg[r]], nm[reg[r]], inner_name[r], reg[r]
@@ -114,17 +115,17 @@ def _partition(idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int) -> 
     rank = {k: i for i, k in enumerate(KIND_ORDER)}
     rows = sorted(top.itertuples(), key=lambda t: (-t.ns, rank.get(t.Index[0], 99), t.Index[1]))
     kids = df[df["child"] != ""].groupby(["kind", "name", "child"], sort=False)["ns"].sum()
+    child_ns: dict[tuple[str, str], dict[str, int]] = {}
+    for (k_, n_, c_), v in kids.items():
+        child_ns.setdefault((k_, n_), {})[c_] = int(v)
     out = []
     for t in rows:
         k_, n_ = t.Index
         children: tuple[Cause, ...] = ()
-        if (k_, n_) in kids.index.droplevel(2):
-            sub = kids.loc[(k_, n_)].sort_values(ascending=False, kind="stable")
-            sub = sub.iloc[np.lexsort((sub.index.to_numpy(dtype=str), -sub.to_numpy()))]
-            children = tuple(
-                Cause(str(c), "", int(v), 0, _share(int(v), total))
-                for c, v in sub.iloc[:TOP_CHILDREN].items()
-            )
+        sub = sorted(child_ns.get((k_, n_), {}).items(), key=lambda cv: (-cv[1], cv[0]))
+        children = tuple(
+            Cause(str(c), "", int(v), 0, _share(int(v), total)) for c, v in sub[:TOP_CHILDREN]
+        )
         out.append(Cause(str(n_), str(k_), int(t.ns), int(t.calls), _share(int(t.ns), total),
                          children))
     return tuple(out)

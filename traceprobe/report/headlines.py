@@ -87,7 +87,8 @@ def _devices(r: Report) -> list[tuple[float, str]]:
 
 
 def _cross_device(r: Report) -> list[tuple[float, str]]:
-    return [(r.span_ns, line) for line in _cross_device_lines(r)]
+    stake = max((p.either_ns for p in r.overlap.cross_device), default=0)
+    return [(stake, line) for line in _cross_device_lines(r)]
 
 
 def _cross_device_lines(r: Report) -> list[str]:
