@@ -109,23 +109,30 @@ def make_report() -> dict[str, Any]:
         "host": {
             "devices": [
                 {"device": 0, "idle_us": 1799.5, "idle_host_busy_us": 1500.0, "causes": [
-                    {"name": "cudaStreamSynchronize", "kind": "cuda_runtime", "us": 1200.0,
-                     "calls": 3},
-                    {"name": "aten::copy_", "kind": "cpu_op", "us": 250.0, "calls": 8},
+                    {"name": "synchronization", "kind": "sync", "us": 1200.0,
+                     "calls": 3, "share": 1200.0 / 1799.5, "children": [
+                        {"name": "cudaStreamSynchronize", "kind": "", "us": 1200.0, "calls": 0,
+                         "share": 1200.0 / 1799.5, "children": []}]},
+                    {"name": "aten::copy_", "kind": "cpu_op", "us": 250.0, "calls": 8,
+                     "share": 250.0 / 1799.5, "children": []},
                 ]},
                 {"device": 1, "idle_us": 2400.0, "idle_host_busy_us": 2000.0, "causes": [
-                    {"name": "cudaDeviceSynchronize", "kind": "cuda_runtime", "us": 1800.0,
-                     "calls": 1},
+                    {"name": "waiting on another device", "kind": "wait", "us": 1800.0,
+                     "calls": 1, "share": 0.75, "children": [
+                        {"name": "cudaDeviceSynchronize", "kind": "", "us": 1800.0, "calls": 0,
+                         "share": 0.75, "children": []}]},
                 ]},
             ],
             "launch_latency": {"count": 220, "mean_us": 12.5, "p50_us": 8.25, "p95_us": 40.0,
                                "max_us": 310.75, "unqueued_count": 180, "unqueued_p50_us": 6.5,
-                               "unqueued_max_us": 95.0},
+                               "unqueued_max_us": 95.0, "waited_count": 12},
             "kernel_gaps": [
                 {"device": 0, "stream": 7, "gaps": 119, "mean_us": 12.6, "p50_us": 5.0,
-                 "max_us": 300.0, "kernel_p50_us": 60.0, "launch_bound": False},
+                 "max_us": 300.0, "kernel_p50_us": 60.0, "launch_bound": False,
+                 "host_late_gaps": 3, "host_late_p50_us": 40.0},
                 {"device": 1, "stream": 7, "gaps": 99, "mean_us": 14.1, "p50_us": 80.0,
-                 "max_us": 250.0, "kernel_p50_us": 70.0, "launch_bound": True},
+                 "max_us": 250.0, "kernel_p50_us": 70.0, "launch_bound": True,
+                 "host_late_gaps": 60, "host_late_p50_us": 85.0},
             ],
         },
         "serial": {
