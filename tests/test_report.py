@@ -228,7 +228,7 @@ def test_cpu_only_trace_has_no_devices_and_no_crash() -> None:
     assert d["top_kernels"] == []
     assert r.headlines == (
         "No GPU activity in the window: the trace shows CPU work only",
-        "The CPU op with the most time was aten::empty (110 ns over 2 calls)",
+        "The CPU op with the most self time was aten::empty (100 ns of 110 ns over 2 calls)",
     )
 
 

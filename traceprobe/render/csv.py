@@ -66,7 +66,8 @@ def write_csv(
 
 def _frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
     out = df.rename(columns={"start": "start_ns", "end": "end_ns"}).reset_index(drop=True)
-    out.insert(list(out.columns).index("end_ns") + 1, "dur_ns", out["end_ns"] - out["start_ns"])
+    dur = out.pop("dur_ns") if "dur_ns" in out.columns else out["end_ns"] - out["start_ns"]
+    out.insert(list(out.columns).index("end_ns") + 1, "dur_ns", dur)
     out.insert(0, "trace", pd.Series([source] * len(out), dtype="object"))
     return out
 

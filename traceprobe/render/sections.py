@@ -405,26 +405,39 @@ def _top_kernels(r: Mapping[str, Any], top: int) -> Table | None:
     ks = _rows(r, "top_kernels")[:top]
     if not ks:
         return None
+    launch = any(k.get("grid") for k in ks)
     headers = ("kernel", "GPU", "count", "total", "mean", "share")
-    rows = [
-        (str(k.get("name", DASH)), fmt_device(k.get("device")), fmt_count(k.get("count")),
-         fmt_time(k.get("total_us")), fmt_time(k.get("mean_us")), fmt_pct(k.get("fraction")))
-        for k in ks
-    ]
-    return Table("Top kernels", headers, "lrrrrr", rows, code=frozenset({0}))
+    headers += ("grid", "block", "regs", "occupancy") if launch else ()
+    rows = []
+    for k in ks:
+        row = (str(k.get("name", DASH)), fmt_device(k.get("device")), fmt_count(k.get("count")),
+               fmt_time(k.get("total_us")), fmt_time(k.get("mean_us")), fmt_pct(k.get("fraction")))
+        if launch:
+            regs, occ = k.get("registers_per_thread"), k.get("occupancy")
+            row += (str(k.get("grid") or DASH), str(k.get("block") or DASH),
+                    DASH if regs is None else f"{regs:.0f}",
+                    DASH if occ is None else f"{occ:.0f}%")
+        rows.append(row)
+    return Table("Top kernels", headers, "lrrrrr" + ("llrr" if launch else ""), rows,
+                 code=frozenset({0}))
 
 
 def _top_ops(r: Mapping[str, Any], top: int) -> Table | None:
     ops = _rows(r, "top_ops")[:top]
     if not ops:
         return None
-    headers = ("CPU op", "count", "total", "mean")
+    shapes = any(o.get("input_dims") for o in ops)
+    headers = ("CPU op", "count", "self", "total", "mean") + (("input dims",) if shapes else ())
     rows = [
-        (str(o.get("name", DASH)), fmt_count(o.get("count")), fmt_time(o.get("total_us")),
-         fmt_time(o.get("mean_us")))
+        (str(o.get("name", DASH)), fmt_count(o.get("count")), fmt_time(o.get("self_us")),
+         fmt_time(o.get("total_us")), fmt_time(o.get("mean_us")))
+        + ((str(o.get("input_dims") or DASH),) if shapes else ())
         for o in ops
     ]
-    return Table("Top CPU ops", headers, "lrrr", rows, code=frozenset({0}))
+    notes = ["self: time not spent in CPU ops the op called; by self time"
+             + ("; one row per input shape" if shapes else "")]
+    return Table("Top CPU ops", headers, "lrrrr" + ("l" if shapes else ""), rows, notes,
+                 code=frozenset({0}))
 
 
 def _steps(r: Mapping[str, Any]) -> Table | None:

@@ -45,8 +45,8 @@ def headlines(r: Report) -> tuple[str, ...]:
         if r.top_ops:
             op = r.top_ops[0]
             out.append(
-                f"The CPU op with the most time was {op.name} "
-                f"({duration(op.total_ns)} over {op.count} calls)"
+                f"The CPU op with the most self time was {op.name} "
+                f"({duration(op.self_ns)} of {duration(op.total_ns)} over {op.count} calls)"
             )
         out += [line for _, line in _dataloader(r)]
         return tuple(out)
