@@ -264,3 +264,35 @@ def test_gpu_recording_names_the_dataloader_as_main_idle_cause(path: Path) -> No
     assert first.kind == "dataloader"
     assert first.ns / 1000 == pytest.approx(want, rel=1e-3)
     assert first.share == pytest.approx(want / (h.idle_ns / 1000), rel=1e-3)
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_splits_a_copy_speedup_into_faster_and_hidden() -> None:
+    """GIVEN A: 100 µs of copies, 20% hidden (80 exposed); B: 40 µs of copies, 75% hidden (10)
+    THEN 70 µs saved = (100 - 40) * 0.8 = 48 from faster copies + 40 * (0.75 - 0.2) = 22 hidden."""
+    from traceprobe.compare import compare, copy_words
+
+    def rep(copy_us: float, exposed_us: float, nbytes: int) -> dict:
+        return {"trace": "t", "span_us": 1000.0, "gpu_span_us": 1000.0,
+                "overlap": {"copy_compute": [{"device": 0, "direction": "all",
+                                              "memcpy_us": copy_us, "exposed_us": exposed_us}]},
+                "copies": [{"device": 0, "bytes": nbytes, "us": copy_us}]}
+
+    result = compare(rep(100.0, 80.0, 10**6), rep(40.0, 10.0, 10**6))
+    (c,) = result["copies"]
+    assert c["exposed_saved_us"] == pytest.approx(70.0)
+    assert (c["faster_us"], c["hidden_us"]) == (pytest.approx(48.0), pytest.approx(22.0))
+    assert (c["a_gb_per_s"], c["b_gb_per_s"]) == (pytest.approx(10.0), pytest.approx(25.0))
+    assert copy_words(result)[0].startswith("Copies on GPU 0: exposed copy time fell by 70")
+
+
+def test_compare_blocking_and_side_stream_credits_faster_copies() -> None:
+    from traceprobe.compare import compare
+
+    (a,) = sorted(SAMPLES.glob("h200x2/copy/blocking/*.pt.trace.json.gz"))
+    (b,) = sorted(SAMPLES.glob("h200x2/copy/side-stream/*.pt.trace.json.gz"))
+    (c,) = compare(_report(a).to_dict(), _report(b).to_dict())["copies"]
+    assert c["faster_us"] + c["hidden_us"] == pytest.approx(c["exposed_saved_us"])
+    assert c["faster_us"] > 10 * c["hidden_us"]  # pageable -> pinned, not hiding, did most
