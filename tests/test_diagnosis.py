@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tracebuild import TraceBuilder
 from traceprobe.load import load
 from traceprobe.report import analyze, check
-from tracebuild import TraceBuilder
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 ALL_TRACES = sorted(SAMPLES.glob("*/**/*.pt.trace.json.gz"))
@@ -84,6 +84,10 @@ def _loop_trace(tmp_path: Path) -> Path:
     return t.write(tmp_path / "loop.json")
 
 
+def _inner(es: list[dict]) -> dict:
+    return max(es, key=lambda x: (x["ts"], -x["dur"]))
+
+
 def _sweep_causes(doc: dict) -> tuple[dict[str, float], float]:
     """The idle-attribution rule, one 0.5 µs slot at a time (the trace's times are whole µs)."""
     ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
@@ -99,15 +103,14 @@ def _sweep_causes(doc: dict) -> tuple[dict[str, float], float]:
         if not any(s <= t < e for s, e in gpu):
             idle += 0.5
             cover = [e for e in host if e["ts"] <= t < e["ts"] + e["dur"]]
-            inner = lambda es: max(es, key=lambda e: (e["ts"], -e["dur"]))  # noqa: E731
             regions = [e for e in cover if e["cat"] == "user_annotation"]
             syncs = [e for e in cover if "Synchronize" in e["name"]]
             if regions:
-                cause = inner(regions)["name"]
+                cause = _inner(regions)["name"]
             elif syncs:
                 cause = "synchronization"
             elif cover:
-                cause = inner(cover)["name"]
+                cause = _inner(cover)["name"]
             else:
                 cause = "host idle"
             out[cause] = out.get(cause, 0.0) + 0.5

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frames import HOST_PID, driver, kernel, op, runtime, timeline
-from traceprobe.metrics.host import Cause, host_process, kernel_gaps
+from traceprobe.metrics.host import host_process, kernel_gaps
 from traceprobe.report import analyze, check
 
 

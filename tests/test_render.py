@@ -32,6 +32,7 @@ from traceprobe.render import tables as tb
 from traceprobe.render.csv import FILES, write_csv
 from traceprobe.timeline import Timeline
 
+NO_LAUNCH = {"grid": "", "block": "", "registers_per_thread": None, "occupancy": None}
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SCHEMA_DOC = Path(__file__).parent.parent / "docs" / "REPORT_SCHEMA.md"
 UPDATE = os.environ.get("TRACEPROBE_UPDATE_SNAPSHOTS") == "1"
@@ -144,15 +145,19 @@ def make_report() -> dict[str, Any]:
         },
         "top_kernels": [
             {"name": "ampere_sgemm_128x64_nn", "device": 0, "count": 100, "total_us": 7000.0,
-             "mean_us": 70.0, "fraction": 7000.0 / 7900.25, "grid": "", "block": "", "registers_per_thread": None, "occupancy": None},
+             "mean_us": 70.0, "fraction": 7000.0 / 7900.25,
+             **NO_LAUNCH},
             {"name": KERNEL_NCCL, "device": 1, "count": 10, "total_us": 1500.0,
-             "mean_us": 150.0, "fraction": 1500.0 / 7600.0, "grid": "", "block": "", "registers_per_thread": None, "occupancy": None},
+             "mean_us": 150.0, "fraction": 1500.0 / 7600.0,
+             **NO_LAUNCH},
             {"name": KERNEL_FILL, "device": 0, "count": 20, "total_us": 900.25,
-             "mean_us": 45.0125, "fraction": 900.25 / 7900.25, "grid": "", "block": "", "registers_per_thread": None, "occupancy": None},
+             "mean_us": 45.0125, "fraction": 900.25 / 7900.25,
+             **NO_LAUNCH},
         ],
         "top_ops": [
             {"name": "aten::mm", "count": 100, "total_us": 5000.0, "mean_us": 50.0,
-             "self_us": 4000.0, "input_dims": "[[64,64],[64,64]]", "input_types": '["float","float"]'},
+             "self_us": 4000.0, "input_dims": "[[64,64],[64,64]]",
+             "input_types": '["float","float"]'},
             {"name": "aten::copy_", "count": 8, "total_us": 1300.0, "mean_us": 162.5,
              "self_us": 300.0, "input_dims": "", "input_types": ""},
         ],

@@ -154,7 +154,7 @@ def _gpu_frame(
     )
 
 
-def _texts(raw: list[Any] | None, n: int) -> pd.Series:
+def _texts(raw: Any, n: int) -> pd.Series:
     """Raw JSON texts (bytes or msgspec.Raw) as str, each distinct text decoded once ("" where
     absent)."""
     if raw is None or not any(raw):

@@ -67,7 +67,8 @@ def step_breakdown(
     host = _host_layers(ev)
     regions = _regions(ev, s, e)
     out = []
-    for dev in list(devices) or [None]:
+    targets: list[int | None] = [*devices] or [None]
+    for dev in targets:
         layers = (_device_layers(gpu, dev) if dev is not None else [EMPTY] * 4) + host
         covered = EMPTY
         measured = []
@@ -79,7 +80,8 @@ def step_breakdown(
             length = int(e[i] - s[i])
             ns = [int(m[i]) for m in measured]
             ns.append(length - sum(ns))
-            parts = tuple(Part(c, v, _share(v, length)) for c, v in zip(CATEGORIES, ns, strict=True))
+            parts = tuple(
+                Part(c, v, _share(v, length)) for c, v in zip(CATEGORIES, ns, strict=True))
             out.append(StepBreakdown(int(n[i]), dev, int(s[i]), int(e[i]), parts, regions[i]))
     return tuple(out)
 

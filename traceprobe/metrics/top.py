@@ -101,8 +101,8 @@ def top_kernels(
             fraction=fraction(int(r.total), all_ns),
             grid=str(r.grid),
             block=str(r.block),
-            registers_per_thread=means.get((r.name, r.device, r.grid, r.block, "registers_per_thread")),
-            occupancy=means.get((r.name, r.device, r.grid, r.block, "occupancy")),
+            registers_per_thread=means.get((*r[:4], "registers_per_thread")),
+            occupancy=means.get((*r[:4], "occupancy")),
         )
         for r in rows.itertuples(index=False)
     )

@@ -284,8 +284,9 @@ def _step_breakdown(r: Mapping[str, Any]) -> Table | None:
     if not rows_in:
         return None
     names = [p.get("name", "") for p in rows_in[0].get("parts") or []]
-    used = [n for n in names if any(
-        (p.get("us") or 0) > 0 for b in rows_in for p in b.get("parts") or [] if p.get("name") == n)]
+    nonzero = {p.get("name") for b in rows_in for p in b.get("parts") or []
+               if (p.get("us") or 0) > 0}
+    used = [n for n in names if n in nonzero]
     headers = ("step", "GPU", "length", *used)
     rows = []
     for b in rows_in:
@@ -406,11 +407,12 @@ def _top_kernels(r: Mapping[str, Any], top: int) -> Table | None:
     if not ks:
         return None
     launch = any(k.get("grid") for k in ks)
-    headers = ("kernel", "GPU", "count", "total", "mean", "share")
+    headers: tuple[str, ...] = ("kernel", "GPU", "count", "total", "mean", "share")
     headers += ("grid", "block", "regs", "occupancy") if launch else ()
     rows = []
     for k in ks:
-        row = (str(k.get("name", DASH)), fmt_device(k.get("device")), fmt_count(k.get("count")),
+        row: tuple[str, ...] = (
+               str(k.get("name", DASH)), fmt_device(k.get("device")), fmt_count(k.get("count")),
                fmt_time(k.get("total_us")), fmt_time(k.get("mean_us")), fmt_pct(k.get("fraction")))
         if launch:
             regs, occ = k.get("registers_per_thread"), k.get("occupancy")

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from traceprobe.errors import UsageError
+from traceprobe.metrics.copies import copy_rates
 from traceprobe.metrics.devices import device_busy, stream_busy, stream_concurrency
 from traceprobe.metrics.host import (
     LAUNCH_KINDS,
@@ -22,10 +23,7 @@ from traceprobe.metrics.host import (
     kernel_gaps,
     launch_latency,
 )
-from traceprobe.metrics.copies import copy_rates
 from traceprobe.metrics.idle import idle_causes
-from traceprobe.metrics.regions import host_events
-from traceprobe.metrics.steps import step_breakdown
 from traceprobe.metrics.overlap import (
     Overlap,
     comm_compute,
@@ -35,6 +33,8 @@ from traceprobe.metrics.overlap import (
     multi_device_ns,
     serial,
 )
+from traceprobe.metrics.regions import host_events
+from traceprobe.metrics.steps import step_breakdown
 from traceprobe.metrics.top import top_kernels, top_ops
 from traceprobe.report.headlines import headlines
 from traceprobe.report.model import Counts, MultiReport, Report, Step, Window

@@ -70,7 +70,7 @@ def cause_phrase(c: object) -> str:
 
 
 def _devices(r: Report) -> list[tuple[float, str]]:
-    out = []
+    out: list[tuple[float, str]] = []
     causes = {h.device: h.causes for h in r.host.devices}
     for d in r.devices:
         if d.utilization is None:
@@ -113,7 +113,7 @@ def _cross_device_lines(r: Report) -> list[str]:
 
 
 def _copies_and_comm(r: Report) -> list[tuple[float, str]]:
-    out = []
+    out: list[tuple[float, str]] = []
     for c in r.overlap.copy_compute:
         if c.direction == "all" and c.memcpy_ns > 0:
             out.append((c.exposed_ns,
@@ -130,7 +130,7 @@ def _copies_and_comm(r: Report) -> list[tuple[float, str]]:
 
 
 def _bandwidth(r: Report) -> list[tuple[float, str]]:
-    out = []
+    out: list[tuple[float, str]] = []
     for c in r.copies:
         if not c.pageable or c.gb_per_s is None:
             continue
@@ -153,7 +153,7 @@ def _dataloader(r: Report) -> list[tuple[float, str]]:
 
 
 def _streams(r: Report) -> list[tuple[float, str]]:
-    out = []
+    out: list[tuple[float, str]] = []
     busy = {d.device: d.busy_ns for d in r.devices}
     for s in r.overlap.streams:
         if s.streams < 2:
@@ -182,7 +182,7 @@ def _serial(r: Report) -> list[tuple[float, str]]:
 
 
 def _launch(r: Report) -> list[tuple[float, str]]:
-    out = []
+    out: list[tuple[float, str]] = []
     bound = [g for g in r.host.kernel_gaps if g.launch_bound]
     for g in bound[:MAX_LAUNCH_BOUND]:
         out.append((g.host_late_gaps * (g.host_late_p50_ns or 0),

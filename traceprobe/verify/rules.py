@@ -32,8 +32,8 @@ from traceprobe.verify.decision import CANNOT_TELL, FAILS, HOLDS, PARTLY, Decisi
 from traceprobe.verify.figures import Figures
 from traceprobe.verify.recorded import Recorded
 from traceprobe.verify.thresholds import (
-    COMM_HIDDEN_PARTLY,
     COMM_HIDDEN_HOLDS,
+    COMM_HIDDEN_PARTLY,
     HIDDEN_HOLDS,
     HOST_OVERLAP_HOLDS,
     KERNEL_CONCURRENCY_MIN,
