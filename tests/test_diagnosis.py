@@ -299,3 +299,41 @@ def test_compare_blocking_and_side_stream_credits_faster_copies() -> None:
     (c,) = compare(_report(a).to_dict(), _report(b).to_dict())["copies"]
     assert c["faster_us"] + c["hidden_us"] == pytest.approx(c["exposed_saved_us"])
     assert c["faster_us"] > 10 * c["hidden_us"]  # pageable -> pinned, not hiding, did most
+
+
+# --------------------------------------------------------------------------- runs vs ranks
+
+
+def _rank_trace(path: Path, rank: int | None, world: int | None = 2) -> Path:
+    t = TraceBuilder(**({"distributedInfo": {"rank": rank, "world_size": world}}
+                        if rank is not None else {}))
+    t.kernel("k", ts=0, dur=10, device=rank or 0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return t.write(path)
+
+
+@pytest.mark.parametrize(("ranks", "job"), [
+    ((0, 1), True),  # distributedInfo: ranks 0 and 1 of 2, one folder
+    ((None, None), False),  # no distributedInfo: separate runs
+    ((0, 0), False),  # the same rank twice: two runs, not one job
+])
+def test_traces_are_ranks_of_one_job_only_when_the_trace_says_so(tmp_path: Path, ranks,
+                                                                  job) -> None:
+    from traceprobe.report import analyze_many
+
+    paths = [_rank_trace(tmp_path / "run" / f"w{i}.1.pt.trace.json", r)
+             for i, r in enumerate(ranks)]
+    m = analyze_many([load(p) for p in paths])
+    (run,) = m.runs
+    assert (run.job, run.traces) == (job, (0, 1))
+    assert bool(m.cross_trace.pairs) is job and not m.cross_trace.skipped
+
+
+def test_ranks_in_different_folders_are_separate_runs(tmp_path: Path) -> None:
+    from traceprobe.report import analyze_many
+
+    paths = [_rank_trace(tmp_path / f"run{i}" / "w.1.pt.trace.json", i) for i in range(2)]
+    m = analyze_many([load(p) for p in paths])
+    assert [(r.folder.endswith(f"run{i}"), r.job) for i, r in enumerate(m.runs)] == [
+        (True, False), (True, False)]
+    assert m.cross_trace.pairs == () and m.to_dict()["runs"][0]["job"] is False

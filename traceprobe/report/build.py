@@ -25,6 +25,7 @@ from traceprobe.metrics.host import (
 )
 from traceprobe.metrics.idle import idle_causes
 from traceprobe.metrics.overlap import (
+    CrossTrace,
     Overlap,
     comm_compute,
     copy_compute,
@@ -34,6 +35,7 @@ from traceprobe.metrics.overlap import (
     serial,
 )
 from traceprobe.metrics.regions import host_events
+from traceprobe.metrics.runs import runs
 from traceprobe.metrics.steps import step_breakdown
 from traceprobe.metrics.top import top_kernels, top_ops
 from traceprobe.report.headlines import headlines
@@ -76,10 +78,24 @@ def analyze(
 def analyze_many(
     timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None
 ) -> MultiReport:
-    """Analyse each timeline, then compare device busy time across them (one host clock assumed)."""
+    """Analyse each timeline, then compare device busy time across the ranks of each job
+    (one host clock assumed); separate runs are not compared (metrics/runs.py)."""
     reports = tuple(analyze(t, step=step, devices=devices) for t in timelines)
     windows = [(r.window.start_ns, r.window.end_ns) for r in reports]
-    return MultiReport(reports, cross_trace([r.devices for r in reports], windows))
+    groups = runs([t.meta for t in timelines])
+    pairs: list[Any] = []
+    skipped: list[Any] = []
+    for g in groups:
+        if not g.job:
+            continue
+        part = cross_trace([reports[i].devices for i in g.traces], [windows[i] for i in g.traces])
+        at = g.traces
+        pairs += [
+            replace(p, a=replace(p.a, trace=at[p.a.trace]), b=replace(p.b, trace=at[p.b.trace]))
+            for p in part.pairs
+        ]
+        skipped += [replace(s, traces=(at[s.traces[0]], at[s.traces[1]])) for s in part.skipped]
+    return MultiReport(reports, CrossTrace(tuple(pairs), tuple(skipped)), groups)
 
 
 def _devices(timeline: Timeline, devices: Sequence[int] | None) -> list[int]:

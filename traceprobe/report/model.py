@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: the model imports no pandas
     from traceprobe.metrics.devices import DeviceBusy, StreamBusy
     from traceprobe.metrics.host import Host
     from traceprobe.metrics.overlap import CrossTrace, Overlap, Serial
+    from traceprobe.metrics.runs import Run
     from traceprobe.metrics.steps import StepBreakdown
     from traceprobe.metrics.top import TopKernel, TopOp
 
@@ -86,12 +87,14 @@ class MultiReport:
 
     reports: tuple[Report, ...]
     cross_trace: CrossTrace
+    runs: tuple[Run, ...] = ()  # jobs (ranks) and separate runs, by folder
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "traces": [r.to_dict() for r in self.reports],
             "cross_trace": plain(self.cross_trace),
+            "runs": plain(self.runs),
         }
 
 
