@@ -291,7 +291,9 @@ def test_check_catches_broken_figures() -> None:
 
 
 def test_analyze_many_runs_each_trace_with_the_same_options() -> None:
-    m = analyze_many([_rich(), _rich()], step=1, devices=[0])
+    ranks = [replace(t, meta=replace(t.meta, rank=i, world_size=2))
+             for i, t in enumerate([_rich(), _rich()])]  # ranks of one job: compared
+    m = analyze_many(ranks, step=1, devices=[0])
     check(m)
     assert [r.window.step for r in m.reports] == [1, 1]
     assert [[d.device for d in r.devices] for r in m.reports] == [[0], [0]]
