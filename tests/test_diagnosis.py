@@ -337,3 +337,20 @@ def test_ranks_in_different_folders_are_separate_runs(tmp_path: Path) -> None:
     assert [(r.folder.endswith(f"run{i}"), r.job) for i, r in enumerate(m.runs)] == [
         (True, False), (True, False)]
     assert m.cross_trace.pairs == () and m.to_dict()["runs"][0]["job"] is False
+
+
+def test_csv_has_the_new_figures(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from traceprobe.render.csv import write_csv
+
+    path = _loop_trace(tmp_path)
+    tl = load(path)
+    r = analyze(tl).to_dict()
+    write_csv(tl, tmp_path / "csv", reports=[r])
+    b = pd.read_csv(tmp_path / "csv" / "step_breakdown.csv")
+    parts = b[b["what"] == "part"]
+    assert parts.groupby("step")["us"].sum().round(6).tolist() == [100.0] * 3
+    c = pd.read_csv(tmp_path / "csv" / "idle_causes.csv", keep_default_na=False)
+    top = c[c["parent"] == ""]
+    assert top.iloc[0]["name"] == DL and top["us"].sum() <= r["host"]["devices"][0]["idle_us"]
