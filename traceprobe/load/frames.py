@@ -160,10 +160,9 @@ def _texts(raw: Any, n: int) -> pd.Series:
     if raw is None or not any(raw):
         return _obj(np.full(n, "", object))
     keys = b"\x00".join(raw).decode("utf-8", "replace").split("\x00")  # JSON text has no NUL
-    table = {t: _canonical(t) for t in dict.fromkeys(keys)}
-    out = np.empty(n, object)
-    out[:] = [table[t] for t in keys]
-    return _obj(out)
+    codes, uniq = pd.factorize(np.array(keys, object))
+    canon = np.array([_canonical(t) for t in uniq] or [""], object)
+    return _obj(canon[codes])
 
 
 def _canonical(text: str) -> str:
