@@ -159,7 +159,10 @@ def _streams(r: Report) -> list[tuple[float, str]]:
         if s.streams < 2:
             continue
         if s.concurrent_ns == 0:
-            continue  # nothing at stake
+            # at stake: the device's busy time outside its busiest stream, which could overlap
+            top = max((x.busy_ns for x in r.streams if x.device == s.device), default=0)
+            out.append((busy[s.device] - top, f"Streams on {_gpu(s.device)} never ran "
+                        "concurrently"))
         else:
             share = s.concurrent_ns / busy[s.device] if busy[s.device] else None
             out.append((s.concurrent_ns,
