@@ -177,7 +177,9 @@ def call_names(calls: pd.DataFrame) -> CallNames:
 def gap_causes(cn: CallNames, idle: Spans) -> tuple[np.ndarray, np.ndarray]:
     """Per piece (gap) of ``idle``: the code charged most of it (-1: none) and the ns charged.
 
-    The rule of :func:`idle_attribution`, applied to each gap on its own.
+    ``traceprobe annotate``'s label rule (kept from before the partition of
+    :mod:`traceprobe.metrics.idle`): a runtime-like name is charged ``|gap ∩ ∪ its calls|``,
+    a CPU op only the part of the gap that no runtime/sync/driver call covers.
     """
     n = len(idle)
     best = np.zeros(n, np.int64)
