@@ -23,7 +23,8 @@ from traceprobe.load import load
 from traceprobe.report import analyze, check
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-ALL_TRACES = sorted(SAMPLES.glob("*/**/*.pt.trace.json.gz"))
+ALL_TRACES = sorted(SAMPLES.glob("*/**/*.pt.trace.json.gz")) + sorted(
+    (SAMPLES.parent / "bench").glob("*.pt.trace.json.gz"))  # the transformer recorded on an H200
 GPU_LOOPS = sorted(SAMPLES.glob("h200*/examples/dataloader-loop/*.pt.trace.json.gz"))
 CPU_LOOP = sorted(SAMPLES.glob("cpu/examples/dataloader-loop/*.pt.trace.json.gz"))
 DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -159,7 +160,7 @@ def test_regions_appear_in_the_step_breakdown(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- committed traces
 
 
-@pytest.mark.parametrize("path", ALL_TRACES, ids=lambda p: str(p.relative_to(SAMPLES)))
+@pytest.mark.parametrize("path", ALL_TRACES, ids=lambda p: str(p.relative_to(SAMPLES.parent)))
 def test_causes_and_breakdown_add_up_on_every_committed_trace(path: Path) -> None:
     r = _report(path)
     for h in r.host.devices:
