@@ -93,8 +93,9 @@ def test_top_level_help_lists_analyze():
 # Serial: streams 20 + 10 + 20 = 50 µs of work in a 30 µs GPU span: 5/3.
 
 
-def tiny_trace(path: Path) -> Path:
-    t = TraceBuilder()
+def tiny_trace(path: Path, rank: int | None = None) -> Path:
+    t = TraceBuilder(**({"distributedInfo": {"rank": rank, "world_size": 2}}
+                        if rank is not None else {}))
     t.device_properties(0, 1)
     t.launch("A", cpu_ts=0, cpu_dur=2, gpu_ts=10, gpu_dur=10, device=0, stream=7)
     t.launch("B", cpu_ts=3, cpu_dur=2, gpu_ts=30, gpu_dur=10, device=0, stream=7)
@@ -221,18 +222,30 @@ def test_bad_step_value_is_a_usage_error(tiny):
 
 @needs_loader
 def test_several_traces(tiny, tmp_path):
-    """GIVEN two files (or their directory) THEN one JSON object holds both and cross_trace."""
-    other = tiny_trace(tmp_path / "rank1.pt.trace.json.gz")
+    """GIVEN two files (or their directory) of ranks 0 and 1 of one job THEN one JSON object
+    holds both, the job and cross_trace."""
+    job = tmp_path / "job"
+    job.mkdir()
+    tiny = tiny_trace(job / "rank0.pt.trace.json.gz", rank=0)
+    other = tiny_trace(job / "rank1.pt.trace.json.gz", rank=1)
     r = json.loads(run("analyze", tiny, other, "-f", "json", "--jobs", "1").stdout)
-    assert list(r) == ["schema", "traces", "cross_trace"]
+    assert list(r) == ["schema", "traces", "cross_trace", "runs"]
     assert r["schema"] == "traceprobe.reports/1"  # its own name: not one trace's shape
     assert {t["schema"] for t in r["traces"]} == {"traceprobe.report/1"}
+    assert [(x["job"], x["traces"]) for x in r["runs"]] == [(True, [0, 1])]
     assert [t["trace"] for t in r["traces"]] == [str(tiny), str(other)]  # in the order given
     pairs = r["cross_trace"]["pairs"]
     same = next(p for p in pairs if p["a"]["device"] == 0 and p["b"]["device"] == 0)
     assert same["overlap_us"] == 25.0  # identical traces on one clock overlap fully
-    from_dir = json.loads(run("analyze", tmp_path, "-f", "json").stdout)
+    from_dir = json.loads(run("analyze", job, "-f", "json").stdout)
     assert len(from_dir["traces"]) == 2
+    # the same traces without distributedInfo are separate runs: not compared
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    plain = [tiny_trace(runs / f"w{i}.pt.trace.json.gz") for i in range(2)]
+    sep = json.loads(run("analyze", *plain, "-f", "json").stdout)
+    assert [x["job"] for x in sep["runs"]] == [False] and sep["cross_trace"]["pairs"] == []
+    assert "Across traces" not in run("analyze", *plain).stdout
     text = run("analyze", tiny, other).stdout
     assert text.startswith("traceprobe: 2 traces") and "Across traces" in text
     assert "== [0] " in text and "== [1] " in text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frames import HOST_PID, driver, kernel, op, runtime, timeline
-from traceprobe.metrics.host import Cause, host_process, kernel_gaps
+from traceprobe.metrics.host import host_process, kernel_gaps
 from traceprobe.report import analyze, check
 
 
@@ -34,17 +34,21 @@ def test_host_idle_attribution_with_stream_synchronize() -> None:
     assert h.idle_ns == 45
     # host calls ∪ = [-5,-1) + [20,45) = 29, all of it in idle time
     assert h.idle_host_busy_ns == 29
-    # sync [22,40) = 18; aten::item only what no runtime call covers: [20,22)+[40,45) = 7;
-    # cudaLaunchKernel 2; aten::mm [-3,-1) = 2 -- tie with the launch: runtime kinds first
-    assert h.causes == (
-        Cause("cudaStreamSynchronize", "cuda_runtime", 18, 1),
-        Cause("aten::item", "cpu_op", 7, 1),
-        Cause("cudaLaunchKernel", "cuda_runtime", 2, 1),
-        Cause("aten::mm", "cpu_op", 2, 1),
-    )
+    # Partition of the 45 ns (metrics/idle.py): [-5,-3) cudaLaunchKernel (innermost; it starts
+    # with aten::mm and is shorter), [-3,-1) aten::mm self, [-1,0) + [10,20) + [45,50) host idle,
+    # [20,45) synchronization: cudaStreamSynchronize [22,40) and aten::item (.item()) around it
+    (sync, idle, mm, launch) = h.causes
+    assert (sync.name, sync.kind, sync.ns, sync.calls) == ("synchronization", "sync", 25, 2)
+    assert [(c.name, c.ns) for c in sync.children] == [("cudaStreamSynchronize", 18),
+                                                         ("aten::item", 7)]
+    assert (idle.name, idle.kind, idle.ns, idle.calls) == ("host idle", "host_idle", 16, 2)
+    assert (mm.name, mm.kind, mm.ns) == ("aten::mm", "cpu_op", 2)  # tie: CPU ops first
+    assert (launch.name, launch.kind, launch.ns) == ("cudaLaunchKernel", "runtime", 2)
+    assert sum(c.ns for c in h.causes) == h.idle_ns
+    assert abs(sync.share - 25 / 45) < 1e-12
     assert (
-        "GPU 0 idle 69.2% of the window; the host spent 18 ns in cudaStreamSynchronize "
-        "meanwhile" in r.headlines
+        "GPU 0 idle 69.2% of the window; main cause: synchronization 25 ns (55.6% of the idle "
+        "time)" in r.headlines
     )
 
 
@@ -114,6 +118,7 @@ def test_launch_latency_by_correlation() -> None:
         "unqueued_count": 3,
         "unqueued_p50_us": 0.01,
         "unqueued_max_us": 0.01,
+        "waited_count": 0,
     }
 
 
@@ -157,13 +162,10 @@ def test_kernel_gaps_and_launch_bound_stream() -> None:
         8.0,
         8,
     )
-    assert (g7.kernel_p50_ns, g7.launch_bound) == (2.0, True)
+    # no launching calls in this trace: no gap is host-late, so nothing is launch-bound
+    assert (g7.kernel_p50_ns, g7.host_late_gaps, g7.launch_bound) == (2.0, 0, False)
     assert (g20.stream, g20.gaps, g20.mean_ns, g20.p50_ns, g20.max_ns) == (20, 1, 5 / 3, 0.0, 5)
     assert (g20.kernel_p50_ns, g20.launch_bound) == (6.5, False)
-    assert (
-        "Kernels on GPU 0 stream 7 are launch-bound: median kernel 2 ns, median gap 8 ns"
-        in r.headlines
-    )
 
 
 def test_kernel_gaps_ignore_copies_and_other_devices() -> None:
@@ -196,5 +198,65 @@ def test_launch_latency_separates_launches_onto_an_idle_stream_from_queued_ones(
     lat = r.host.launch_latency
     assert (lat.count, lat.p50_ns, lat.max_ns) == (3, 3.0, 9)
     assert (lat.unqueued_count, lat.unqueued_p50_ns, lat.unqueued_max_ns) == (2, 2.5, 3)
-    assert "Median launch latency 2.5 ns onto an idle stream (2 launches); 1 more waited" in (
-        " | ".join(r.headlines))
+    assert "Launch overhead 3 ns at most (n = 2)" in r.headlines  # too few for a median
+
+
+def _late_loop(n: int, kernel_ns: int = 2, period: int = 10):
+    """n kernels of ``kernel_ns`` each, launched one per ``period`` ns, each call starting after
+    the previous kernel began: every gap is host-late."""
+    gpu = [kernel(period * i + 3, period * i + 3 + kernel_ns, correlation=i + 1) for i in range(n)]
+    cpu = [runtime(period * i, period * i + 1, correlation=i + 1) for i in range(n)]
+    return gpu, cpu
+
+
+def test_launch_bound_needs_enough_host_late_gaps() -> None:
+    """GIVEN kernels of 2 ns launched every 10 ns (gaps of 8 ns, the host late each time)
+    THEN 11 kernels (10 host-late gaps) make a launch-bound stream and 10 kernels (9) do not."""
+    for n, bound in ((11, True), (10, False)):
+        gpu, cpu = _late_loop(n)
+        r = analyze(timeline(gpu=gpu, cpu=cpu))
+        check(r)
+        (g,) = r.host.kernel_gaps
+        assert (g.gaps, g.host_late_gaps, g.host_late_p50_ns) == (n - 1, n - 1, 8.0)
+        assert g.launch_bound is bound
+
+
+def test_gap_while_another_stream_runs_is_not_host_late() -> None:
+    """GIVEN the loop above, but a long kernel on stream 9 covers the whole time
+    THEN the GPU was never idle in a gap: no host-late gap, not launch-bound."""
+    gpu, cpu = _late_loop(12)
+    gpu.append(kernel(0, 200, "long", stream=9))
+    r = analyze(timeline(gpu=gpu, cpu=cpu))
+    check(r)
+    g = next(g for g in r.host.kernel_gaps if g.stream == 7)
+    assert (g.gaps, g.host_late_gaps, g.launch_bound) == (11, 0, False)
+
+
+def test_gap_behind_an_early_launch_is_not_host_late() -> None:
+    """GIVEN 12 kernels all launched at t=0..11 (long before they run) with 8 ns gaps between
+    them (waiting on something else) THEN no gap is host-late."""
+    gpu = [kernel(100 + 10 * i, 102 + 10 * i, correlation=i + 1) for i in range(12)]
+    cpu = [runtime(i, i + 1, correlation=i + 1) for i in range(12)]
+    (g,) = analyze(timeline(gpu=gpu, cpu=cpu)).host.kernel_gaps
+    assert (g.gaps, g.host_late_gaps, g.launch_bound) == (11, 0, False)
+
+
+def test_launch_that_waited_on_another_stream_is_not_launch_overhead() -> None:
+    """GIVEN an NCCL kernel launched at 0 onto an idle stream that starts at 1000 (when the
+    compute kernel [0,1000) on stream 7 ends), a plain kernel on stream 9 launched at 0 that
+    starts at 1003 (an event wait on stream 7) and one launched at 2000 that starts at 2005
+    THEN only the last is launch overhead (5 ns); the other two waited on another stream."""
+    tl = timeline(
+        gpu=[kernel(0, 1000, "compute", correlation=1),
+             kernel(1000, 1500, "ncclKernel_AllReduce", stream=20, comm=True, correlation=2),
+             kernel(1003, 1010, "after_event", stream=9, correlation=3),
+             kernel(2005, 2010, "plain", stream=9, correlation=4)],
+        cpu=[runtime(-10, -5, correlation=1), runtime(0, 1, correlation=2),
+             runtime(0, 2, correlation=3), runtime(2000, 2001, correlation=4)],
+    )
+    r = analyze(tl)
+    check(r)
+    lat = r.host.launch_latency
+    assert (lat.count, lat.waited_count, lat.unqueued_count, lat.unqueued_p50_ns) == (4, 2, 2, 7.5)
+    # the compute kernel (10 ns after its call) and the plain one (5 ns) were overhead
+    assert lat.unqueued_max_ns == 10

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from frames import comm, copy, kernel, op, timeline
 from traceprobe.metrics.overlap import CopyCompute, cross_device, multi_device_ns
 from traceprobe.report import analyze, analyze_many, check
@@ -122,9 +124,12 @@ def test_serial_of_no_gpu_work_is_undefined() -> None:
 def test_cross_trace_pairs_and_skips_disjoint_windows() -> None:
     # GIVEN trace 0: device 0 [0,10); trace 1: device 1 [5,25) and device 2 [0,2);
     #       trace 2 runs much later [1000,1010): its window meets neither
+    #       (ranks 0-2 of one job: only ranks are compared, see metrics/runs.py)
     t0 = timeline(gpu=[kernel(0, 10)], source="r0.json")
     t1 = timeline(gpu=[kernel(5, 25, device=1), kernel(0, 2, device=2)], source="r1.json")
     t2 = timeline(gpu=[kernel(1000, 1010)], source="r2.json")
+    t0, t1, t2 = (replace(t, meta=replace(t.meta, rank=i, world_size=3))
+                  for i, t in enumerate((t0, t1, t2)))
     m = analyze_many([t0, t1, t2])
     check(m)
     rows = [

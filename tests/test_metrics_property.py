@@ -251,31 +251,9 @@ def reference(
         )
     multi = sum(1 for t in window if sum(t in busy[d] for d in devices) >= 2)
 
-    calls = [
-        r for r in cpu if pid is not None and r["pid"] == pid and r["kind"] in RUNTIME + ["cpu_op"]
-    ]
-    rt = ticks([r for r in calls if r["kind"] in RUNTIME])
-    host_devs = []
-    for d in devices:
-        idle = window - busy[d]
-        causes = []
-        for kind, name in sorted({(r["kind"], r["name"]) for r in calls}):
-            target = idle if kind in RUNTIME else idle - rt
-            mine = [r for r in calls if (r["kind"], r["name"]) == (kind, name)]
-            charged = len(ticks(mine) & target)
-            n = sum(1 for r in mine if set(range(r["start"], r["end"])) & target)
-            if charged:
-                causes.append({"name": name, "kind": kind, "ns": charged, "calls": n})
-        order = {k: i for i, k in enumerate(RUNTIME + ["cpu_op"])}
-        causes.sort(key=lambda c: (-c["ns"], order[c["kind"]], c["name"]))
-        host_devs.append(
-            {
-                "device": d,
-                "idle_ns": len(idle),
-                "idle_host_busy_ns": len(idle & ticks(calls)),
-                "causes": causes[:5],
-            }
-        )
+    host = host_events(cpu, pid)
+    host_devs = [idle_reference(d, window - busy[d], host, busy, devices, lo, hi)
+                 for d in devices]
     first_kernel: dict[int, int] = {}
     for r in of(gpu, "kernel"):
         if r["correlation"] >= 0:
@@ -297,14 +275,20 @@ def reference(
         )
     gaps = []
     for (d, s), rows in srows.items():
-        ks = sorted((r["start"], r["end"]) for r in of(rows, "kernel"))
+        ks = sorted((r["start"], r["end"], r["correlation"]) for r in of(rows, "kernel"))
         if len(ks) < 2:
             continue
-        latest, gs = ks[0][1], []
-        for start, end in ks[1:]:
-            gs.append(max(0, start - latest))
+        dev_busy = ticks([r for r in gpu if r["device"] == d])
+        latest, gs, late = ks[0][1], [], []
+        for (ps, _, _), (start, end, corr) in zip(ks[:-1], ks[1:], strict=True):
+            g = max(0, start - latest)
+            gs.append(g)
+            call = launch.get(corr) if corr >= 0 else None
+            if g > 0 and not (set(range(latest, start)) & dev_busy) and call is not None \
+                    and call > ps:
+                late.append(g)
             latest = max(latest, end)
-        kp50 = median([e - b for b, e in ks])
+        kp50 = median([e - b for b, e, _ in ks])
         gaps.append(
             {
                 "device": d,
@@ -314,7 +298,9 @@ def reference(
                 "p50_ns": median(gs),
                 "max_ns": max(gs),
                 "kernel_p50_ns": kp50,
-                "launch_bound": kp50 < median(gs),
+                "launch_bound": len(late) >= 10 and kp50 < median(late),
+                "host_late_gaps": len(late),
+                "host_late_p50_ns": median(late) if late else None,
             }
         )
     serial = sum(len(v) for v in sbusy.values())
@@ -325,12 +311,14 @@ def reference(
         t[0] += 1
         t[1] += r["end"] - r["start"]
     all_k = sum(t[1] for t in totals.values())
-    top_k = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][1]))[:10]
-    ops: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in of(cpu, "cpu_op"):
+    top_k = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][1]))
+    ops: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    op_rows = of(cpu, "cpu_op")
+    for r, own in zip(op_rows, self_times(op_rows), strict=True):
         ops[r["name"]][0] += 1
         ops[r["name"]][1] += r["end"] - r["start"]
-    top_o = sorted(ops.items(), key=lambda kv: (-kv[1][1], kv[0]))[:10]
+        ops[r["name"]][2] += own
+    top_o = sorted(ops.items(), key=lambda kv: (-kv[1][2], -kv[1][1], kv[0]))
     return {
         "window": {"start_ns": lo, "end_ns": hi, "step": step, "basis": basis},
         "span_ns": span,
@@ -372,9 +360,154 @@ def reference(
             for (n, d), (c, t) in top_k
         ],
         "top_ops": [
-            {"name": n, "count": c, "total_ns": t, "mean_ns": t / c} for n, (c, t) in top_o
+            {"name": n, "count": c, "total_ns": t, "mean_ns": t / c, "self_ns": own,
+             "input_dims": ""}
+            for n, (c, t, own) in top_o
+        ],
+        "copies": copy_reference(gpu),
+        "step_breakdown": breakdown_reference(gpu, host, steps_all, devices),
+    }
+
+
+def host_events(cpu: list[dict], pid: int | None) -> list[dict]:
+    """The process's events with their class (metrics/regions.py), in frame order."""
+    out = []
+    for r in cpu:
+        if pid is None or r["pid"] != pid or r["name"].startswith("ProfilerStep#"):
+            continue
+        cls = {"user_annotation": "region", "cuda_sync": "sync", "cuda_runtime": "runtime",
+               "cuda_driver": "runtime", "cpu_op": "cpu_op"}.get(r["kind"])
+        if cls is not None:
+            out.append({**r, "cls": cls, "pos": len(out)})
+    return out
+
+
+def innermost_at(events: list[dict], t: int) -> dict | None:
+    cover = [e for e in events if e["start"] <= t < e["end"]]
+    return max(cover, key=lambda e: (e["start"], -e["end"], e["pos"])) if cover else None
+
+
+KIND_ORDER = ["dataloader", "optimizer", "region", "wait", "sync", "cpu_op", "runtime",
+              "host_idle"]
+
+
+def idle_reference(d, idle, host, busy, devices, lo, hi) -> dict:
+    """The idle partition of metrics/idle.py, one tick at a time."""
+    others = set().union(*(busy[x] for x in devices if x != d))
+    regions = [e for e in host if e["cls"] == "region"]
+    syncs = [e for e in host if e["cls"] == "sync"]
+    leaves = [e for e in host if e["cls"] in ("runtime", "cpu_op")]
+    gap_of, g, prev = {}, -1, None
+    for t in sorted(idle):
+        if prev is None or t != prev + 1:
+            g += 1
+        gap_of[t], prev = g, t
+    ns: dict[tuple, int] = defaultdict(int)
+    owners: dict[tuple, set] = defaultdict(set)
+    kids: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
+    for t in idle:
+        reg, syn, leaf = (innermost_at(x, t) for x in (regions, syncs, leaves))
+        inner = syn or leaf
+        if reg:
+            key, owner = (reg["cls"], reg["name"]), reg["pos"]
+            kids[key][inner["name"] if inner else "(no CPU op)"] += 1
+        elif syn:
+            key = ("wait", "waiting on another device") if t in others else (
+                "sync", "synchronization")
+            owner = syn["pos"]
+            kids[key][syn["name"]] += 1
+        elif leaf:
+            key, owner = (leaf["cls"], leaf["name"]), leaf["pos"]
+        else:
+            key, owner = ("host_idle", "host idle"), ("gap", gap_of[t])
+        ns[key] += 1
+        owners[key].add(owner)
+    causes = sorted(ns, key=lambda k: (-ns[k], KIND_ORDER.index(k[0]), k[1]))[:5]
+    n = len(idle)
+    return {
+        "device": d,
+        "idle_ns": n,
+        "idle_host_busy_ns": len(idle & ticks(host)),
+        "causes": [
+            {"name": k[1], "kind": k[0], "ns": ns[k], "calls": len(owners[k]),
+             "share": ns[k] / n,
+             "children": [{"name": c, "ns": v, "share": v / n} for c, v in sorted(
+                 kids[k].items(), key=lambda cv: (-cv[1], cv[0]))[:3]]}
+            for k in causes
         ],
     }
+
+
+def self_times(ops: list[dict]) -> list[int]:
+    """Per op: duration minus direct children's; a child's parent is the last op before it
+    (by start, longer first, then frame order) of its thread still open at its start, when the
+    child ends within it."""
+    order = sorted(range(len(ops)), key=lambda i: (ops[i]["pid"], ops[i]["tid"],
+                                                   ops[i]["start"], -ops[i]["end"], i))
+    own = [r["end"] - r["start"] for r in ops]
+    for k, j in enumerate(order):
+        rj = ops[j]
+        before = [i for i in order[:k] if (ops[i]["pid"], ops[i]["tid"]) == (rj["pid"], rj["tid"])
+                  and ops[i]["end"] > rj["start"]]
+        if before and rj["end"] <= ops[before[-1]]["end"]:
+            own[before[-1]] -= rj["end"] - rj["start"]
+    return [max(0, x) for x in own]
+
+
+def copy_reference(gpu: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for r in gpu:
+        if r["kind"] != "memcpy":
+            continue
+        g = groups[(r["device"], r["copy_kind"], r["src_kind"], r["dst_kind"])]
+        g[0] += 1
+        if r["bytes"] >= 0:
+            g[1] += r["bytes"]
+            g[2] += r["end"] - r["start"]
+    out = [{"device": k[0], "direction": k[1], "src_kind": k[2], "dst_kind": k[3],
+            "copies": c, "bytes": b, "ns": t,
+            "gb_per_s": b / t if b > 0 and t > 0 else None} for k, (c, b, t) in groups.items()]
+    return sorted(out, key=lambda x: (x["device"], -x["bytes"], x["direction"], x["src_kind"],
+                                      x["dst_kind"]))
+
+
+CATS = ["kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec"]
+
+
+def breakdown_reference(gpu, host, steps, devices) -> list[dict]:
+    out = []
+    for dev in list(devices) or [None]:
+        g = [r for r in gpu if r["device"] == dev]
+        layers = [
+            ticks([r for r in g if r["kind"] == "kernel" and not r["comm"]]),
+            ticks([r for r in g if r["kind"] == "memcpy"]),
+            ticks([r for r in g if r["kind"] == "memset"]),
+            ticks([r for r in g if r["kind"] == "kernel" and r["comm"]]),
+            ticks([e for e in host if e["cls"] in ("runtime", "sync")]),
+            set(),  # no DataLoader ranges among the generated names
+            ticks([e for e in host if e["cls"] in ("cpu_op", "region")]),
+        ]
+        regions = [e for e in host if e["cls"] == "region"]
+        for st_ in sorted(steps, key=lambda x: x["start"]):
+            s, e = st_["start"], st_["end"]
+            n = e - s
+            parts = dict.fromkeys(CATS, 0)
+            names: dict[str, int] = defaultdict(int)
+            for t in range(s, e):
+                for c, layer in zip(CATS, layers, strict=True):
+                    if t in layer:
+                        parts[c] += 1
+                        break
+                r = innermost_at(regions, t)
+                names[r["name"] if r else "(no region)"] += 1
+            parts["other"] = n - sum(parts.values())
+            out.append({
+                "step": st_["step"], "device": dev, "start_ns": s, "end_ns": e,
+                "parts": [{"name": c, "ns": v, "share": frac(v, n)} for c, v in parts.items()],
+                "regions": [{"name": k, "ns": v, "share": frac(v, n)} for k, v in sorted(
+                    names.items(), key=lambda kv: (-kv[1], kv[0]))],
+            })
+    return out
 
 
 # -- comparison -------------------------------------------------------------------------------

@@ -32,8 +32,9 @@ def test_top_kernels_keep_ten_of_the_listed_devices() -> None:
     tl = timeline(
         gpu=[kernel(0, i + 1, f"k{i:02d}") for i in range(12)] + [kernel(0, 100, "other", device=1)]
     )
-    rows = top_kernels(tl.gpu, [0])
+    rows = top_kernels(tl.gpu, [0], n=10)
     assert [k.name for k in rows] == [f"k{i:02d}" for i in range(11, 1, -1)]
+    assert len(top_kernels(tl.gpu, [0])) == 12  # the report keeps every row; renderers cut
     # fractions are of all 78 ns of device 0's kernels, not just the ten shown
     assert rows[0].fraction == 12 / 78
 
@@ -52,17 +53,37 @@ def test_top_ops_inclusive_totals() -> None:
     )
     r = analyze(tl)
     check(r)
-    assert r.top_ops == (TopOp("x", 2, 15, 7.5), TopOp("y", 1, 15, 15.0), TopOp("z", 1, 1, 1.0))
+    # on thread (100, 1) y [0,15) encloses x [0,10), which encloses z [1,2): self times
+    # y 15 - 10 = 5, x 10 - 1 = 9 (+ 5 for the other process's x), z 1; ranked by self time
+    assert r.top_ops == (TopOp("x", 2, 15, 7.5, 14), TopOp("y", 1, 15, 15.0, 5),
+                         TopOp("z", 1, 1, 1.0, 1))
     assert r.to_dict()["top_ops"][0] == {
         "name": "x",
         "count": 2,
         "total_us": 0.015,
         "mean_us": 0.0075,
+        "self_us": 0.014,
+        "input_dims": "",
+        "input_types": "",
     }
+
+
+def test_top_ops_group_by_input_shape() -> None:
+    """GIVEN aten::mm on two shapes, the big one nesting an aten::t for 3 ns
+    THEN one row per shape, ranked by self time."""
+    tl = timeline(cpu=[op(0, 10, "aten::mm"), op(2, 5, "aten::t"), op(20, 24, "aten::mm")])
+    tl.cpu["input_dims"] = ["[[64,64],[64,64]]", "[[64,64]]", "[[2,2],[2,2]]"]
+    rows = top_ops(tl.cpu)
+    assert [(o.name, o.input_dims, o.self_ns, o.total_ns) for o in rows] == [
+        ("aten::mm", "[[64,64],[64,64]]", 7, 10),
+        ("aten::mm", "[[2,2],[2,2]]", 4, 4),
+        ("aten::t", "[[64,64]]", 3, 3),
+    ]
 
 
 def test_top_of_nothing_is_empty() -> None:
     tl = timeline()
     assert top_kernels(tl.gpu, []) == ()
     assert top_ops(tl.cpu) == ()
-    assert len(top_ops(timeline(cpu=[op(0, 1, f"o{i}") for i in range(15)]).cpu)) == 10
+    many = timeline(cpu=[op(0, 1, f"o{i}") for i in range(15)]).cpu
+    assert (len(top_ops(many)), len(top_ops(many, n=10))) == (15, 10)

@@ -32,6 +32,7 @@ from traceprobe.render import tables as tb
 from traceprobe.render.csv import FILES, write_csv
 from traceprobe.timeline import Timeline
 
+NO_LAUNCH = {"grid": "", "block": "", "registers_per_thread": None, "occupancy": None}
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SCHEMA_DOC = Path(__file__).parent.parent / "docs" / "REPORT_SCHEMA.md"
 UPDATE = os.environ.get("TRACEPROBE_UPDATE_SNAPSHOTS") == "1"
@@ -109,23 +110,30 @@ def make_report() -> dict[str, Any]:
         "host": {
             "devices": [
                 {"device": 0, "idle_us": 1799.5, "idle_host_busy_us": 1500.0, "causes": [
-                    {"name": "cudaStreamSynchronize", "kind": "cuda_runtime", "us": 1200.0,
-                     "calls": 3},
-                    {"name": "aten::copy_", "kind": "cpu_op", "us": 250.0, "calls": 8},
+                    {"name": "synchronization", "kind": "sync", "us": 1200.0,
+                     "calls": 3, "share": 1200.0 / 1799.5, "children": [
+                        {"name": "cudaStreamSynchronize", "kind": "", "us": 1200.0, "calls": 0,
+                         "share": 1200.0 / 1799.5, "children": []}]},
+                    {"name": "aten::copy_", "kind": "cpu_op", "us": 250.0, "calls": 8,
+                     "share": 250.0 / 1799.5, "children": []},
                 ]},
                 {"device": 1, "idle_us": 2400.0, "idle_host_busy_us": 2000.0, "causes": [
-                    {"name": "cudaDeviceSynchronize", "kind": "cuda_runtime", "us": 1800.0,
-                     "calls": 1},
+                    {"name": "waiting on another device", "kind": "wait", "us": 1800.0,
+                     "calls": 1, "share": 0.75, "children": [
+                        {"name": "cudaDeviceSynchronize", "kind": "", "us": 1800.0, "calls": 0,
+                         "share": 0.75, "children": []}]},
                 ]},
             ],
             "launch_latency": {"count": 220, "mean_us": 12.5, "p50_us": 8.25, "p95_us": 40.0,
                                "max_us": 310.75, "unqueued_count": 180, "unqueued_p50_us": 6.5,
-                               "unqueued_max_us": 95.0},
+                               "unqueued_max_us": 95.0, "waited_count": 12},
             "kernel_gaps": [
                 {"device": 0, "stream": 7, "gaps": 119, "mean_us": 12.6, "p50_us": 5.0,
-                 "max_us": 300.0, "kernel_p50_us": 60.0, "launch_bound": False},
+                 "max_us": 300.0, "kernel_p50_us": 60.0, "launch_bound": False,
+                 "host_late_gaps": 3, "host_late_p50_us": 40.0},
                 {"device": 1, "stream": 7, "gaps": 99, "mean_us": 14.1, "p50_us": 80.0,
-                 "max_us": 250.0, "kernel_p50_us": 70.0, "launch_bound": True},
+                 "max_us": 250.0, "kernel_p50_us": 70.0, "launch_bound": True,
+                 "host_late_gaps": 60, "host_late_p50_us": 85.0},
             ],
         },
         "serial": {
@@ -137,15 +145,34 @@ def make_report() -> dict[str, Any]:
         },
         "top_kernels": [
             {"name": "ampere_sgemm_128x64_nn", "device": 0, "count": 100, "total_us": 7000.0,
-             "mean_us": 70.0, "fraction": 7000.0 / 7900.25},
+             "mean_us": 70.0, "fraction": 7000.0 / 7900.25,
+             **NO_LAUNCH},
             {"name": KERNEL_NCCL, "device": 1, "count": 10, "total_us": 1500.0,
-             "mean_us": 150.0, "fraction": 1500.0 / 7600.0},
+             "mean_us": 150.0, "fraction": 1500.0 / 7600.0,
+             **NO_LAUNCH},
             {"name": KERNEL_FILL, "device": 0, "count": 20, "total_us": 900.25,
-             "mean_us": 45.0125, "fraction": 900.25 / 7900.25},
+             "mean_us": 45.0125, "fraction": 900.25 / 7900.25,
+             **NO_LAUNCH},
         ],
         "top_ops": [
-            {"name": "aten::mm", "count": 100, "total_us": 5000.0, "mean_us": 50.0},
-            {"name": "aten::copy_", "count": 8, "total_us": 1300.0, "mean_us": 162.5},
+            {"name": "aten::mm", "count": 100, "total_us": 5000.0, "mean_us": 50.0,
+             "self_us": 4000.0, "input_dims": "[[64,64],[64,64]]",
+             "input_types": '["float","float"]'},
+            {"name": "aten::copy_", "count": 8, "total_us": 1300.0, "mean_us": 162.5,
+             "self_us": 300.0, "input_dims": "", "input_types": ""},
+        ],
+        "copies": [
+            {"device": 0, "direction": "HtoD", "src_kind": "Pageable", "dst_kind": "Device",
+             "copies": 8, "bytes": 64 << 20, "us": 1300.0, "gb_per_s": (64 << 20) / 1.3e6,
+             "link": "PCIe", "link_gb_per_s": 64.0, "link_share": (64 << 20) / 1.3e6 / 64,
+             "pageable": True},
+        ],
+        "step_breakdown": [
+            {"step": 1, "device": 0, "start_us": 1000.0, "end_us": 4000.0,
+             "parts": [{"name": "kernel", "us": 2000.0, "share": 2 / 3},
+                       {"name": "dataloader", "us": 1000.0, "share": 1 / 3}],
+             "regions": [{"name": "forward", "us": 2000.0, "share": 2 / 3},
+                         {"name": "(no region)", "us": 1000.0, "share": 1 / 3}]},
         ],
         "warnings": [],
         "steps": [],

@@ -216,6 +216,7 @@ def test_cpu_only_trace_has_no_devices_and_no_crash() -> None:
             "unqueued_count": 0,
             "unqueued_p50_us": None,
             "unqueued_max_us": None,
+            "waited_count": 0,
         },
     }
     assert d["serial"] == {
@@ -228,7 +229,7 @@ def test_cpu_only_trace_has_no_devices_and_no_crash() -> None:
     assert d["top_kernels"] == []
     assert r.headlines == (
         "No GPU activity in the window: the trace shows CPU work only",
-        "The CPU op with the most time was aten::empty (110 ns over 2 calls)",
+        "The CPU op with the most self time was aten::empty (100 ns of 110 ns over 2 calls)",
     )
 
 
@@ -240,31 +241,32 @@ def test_empty_timeline() -> None:
 
 def test_headlines_are_sentences_with_numbers() -> None:
     r = analyze(_rich())
+    # material findings only (>= 1% of the 7000 ns window at stake), largest stake first
     assert r.headlines == (
-        # GPU 0 busy 4200 of 7000; of its idle 2800 the sync takes [5000,5500) = 500, the two
-        # launches 200, and aten::linear the rest it covers: 2100
-        "GPU 0 idle 40.0% of the window; the host spent 2.1 µs in aten::linear meanwhile",
-        # GPU 1 busy [1500,2500): idle 6000, of which 6000 - 500 - 200 is aten::linear's alone
-        "GPU 1 idle 85.7% of the window; the host spent 5.3 µs in aten::linear meanwhile",
-        # GPU 1's 1000 lies inside GPU 0's busy time: 1000 / 4200
+        # GPU 1 busy [1500,2500): idle 6000, of which the sync takes 500, the launches 200 and
+        # aten::linear's self time the other 5300 (5300 / 6000 = 88.3%)
+        "GPU 1 idle 85.7% of the window; main cause: CPU op aten::linear 5.3 µs (88.3% of the "
+        "idle time)",
+        # GPU 1's 1000 lies inside GPU 0's busy time: 1000 / 4200 (at stake: 4200)
         "GPU 0 and GPU 1 were both busy 23.8% of the time either was",
-        # the copy [2500,3500) runs under the kernels' [1000,5000)
-        "Copies on GPU 0: 100.0% hidden under compute (0 ns exposed)",
-        # NCCL [1500,5000) = 3500; other kernels cover [1500,3000) + [4000,4100) = 1600
-        "Communication on GPU 0: 45.7% hidden under compute (1.9 µs exposed)",
+        # streams: 2300 + 500 + 1000 + 3500 on GPU 0, 1000 on GPU 1 = 8300 over 4200 (4100)
+        "8.3 µs of stream work ran in 4.2 µs of GPU busy time (1.98x parallelism)",
+        # GPU 0 busy 4200 of 7000; of its idle 2800 the sync takes [5000,5500) = 500, the two
+        # launches 200, and aten::linear the rest: 2100 = 75%
+        "GPU 0 idle 40.0% of the window; main cause: CPU op aten::linear 2.1 µs (75.0% of the "
+        "idle time)",
         # streams 7 ([1000,3000) ...), 30 (NCCL), 20 [2000,2500), 21 (copy [2500,3500)):
         # 3 at once on [2000,3000); >= 2 on [1500,3500) + [4000,4100) = 2100 of 4200
         "Up to 3 streams on GPU 0 ran at once; two or more were busy for 2.1 µs "
         "(50.0% of its busy time)",
-        # streams: 2300 + 500 + 1000 + 3500 on GPU 0, 1000 on GPU 1 = 8300 over 4200
-        "8.3 µs of stream work ran in 4.2 µs of GPU busy time (1.98x parallelism)",
-        # stream 7 kernels 2000, 100, 100 long; gaps 1000 and 1900
-        "Kernels on GPU 0 stream 7 are launch-bound: median kernel 100 ns, median gap 1.45 µs",
-        # latencies 1000 - 100 = 900 and 2000 - 300 = 1700; the gemm on stream 7 waited behind
-        # the memset [500, 600) queued before it, the one on stream 20 found its stream idle
-        "Median launch latency 1.7 µs onto an idle stream (1 launch); 1 more waited behind "
-        "earlier work on their stream",
+        # NCCL [1500,5000) = 3500; other kernels cover [1500,3000) + [4000,4100) = 1600
+        "Communication on GPU 0: 45.7% hidden under compute (1.9 µs exposed)",
+        # the pageable copy: 1024 bytes in 1000 ns
+        "HtoD copies Pageable -> Device on GPU 0 ran at 1.02 GB/s (1.6% of PCIe's 64 GB/s): "
+        "pageable host memory is staged and blocks the host; pin it (pin_memory)",
     )
+    # not material: the copy is fully hidden (0 ns exposed); stream 7 has no host-late gap (its
+    # launches came early), so it is not launch-bound
 
 
 def test_check_catches_broken_figures() -> None:
@@ -290,7 +292,9 @@ def test_check_catches_broken_figures() -> None:
 
 
 def test_analyze_many_runs_each_trace_with_the_same_options() -> None:
-    m = analyze_many([_rich(), _rich()], step=1, devices=[0])
+    ranks = [replace(t, meta=replace(t.meta, rank=i, world_size=2))
+             for i, t in enumerate([_rich(), _rich()])]  # ranks of one job: compared
+    m = analyze_many(ranks, step=1, devices=[0])
     check(m)
     assert [r.window.step for r in m.reports] == [1, 1]
     assert [[d.device for d in r.devices] for r in m.reports] == [[0], [0]]
@@ -355,18 +359,24 @@ def test_figures_md_worked_example() -> None:
     }
     h0, h1 = d["host"]["devices"]
     assert (h0["idle_us"], h0["idle_host_busy_us"]) == (4.0, 4.0)
+    # the partition: [0,1) aten::mm self, [1,3) the two launches, [11,12) inside the sync
     assert [(c["name"], c["us"], c["calls"]) for c in h0["causes"]] == [
         ("cudaLaunchKernel", 2.0, 2),
-        ("cudaStreamSynchronize", 1.0, 1),
+        ("synchronization", 1.0, 1),  # ties: regions, waits, syncs, CPU ops, runtime calls
         ("aten::mm", 1.0, 1),
     ]
+    assert sum(c["us"] for c in h0["causes"]) == h0["idle_us"]
     assert (h1["idle_us"], h1["idle_host_busy_us"]) == (10.0, 10.0)
+    # GPU 1 idle [0,8) + [10,12): the host's sync [5,12) while GPU 0 (busy [3,11)) worked is
+    # waiting on it: [5,8) + [10,11); [11,12) plain synchronization
     assert [(c["name"], c["us"]) for c in h1["causes"]] == [
-        ("cudaStreamSynchronize", 5.0),
-        ("cudaLaunchKernel", 2.0),
+        ("waiting on another device", 4.0),
         ("aten::mm", 2.0),
+        ("cudaLaunchKernel", 2.0),
+        ("synchronization", 1.0),
         ("cudaMemcpyAsync", 1.0),
     ]
+    assert sum(c["us"] for c in h1["causes"]) == h1["idle_us"]
     lat = d["host"]["launch_latency"]
     assert (lat["count"], lat["mean_us"], lat["p50_us"], lat["max_us"]) == (2, 5.0, 5.0, 8.0)
     assert abs(lat["p95_us"] - 7.7) < 1e-9
@@ -381,6 +391,8 @@ def test_figures_md_worked_example() -> None:
             "max_us": 1.0,
             "kernel_p50_us": 3.5,
             "launch_bound": False,
+            "host_late_gaps": 0,  # relu's launch [2,3) came before gemm began at 3
+            "host_late_p50_us": None,
         }
     ]
     assert d["serial"] == {
@@ -395,14 +407,17 @@ def test_figures_md_worked_example() -> None:
         ("gemm", 1, 2.0, 2 / 9),
         ("relu", 0, 1.0, 1 / 9),
     ]
+    # ranked by the time at stake: GPU 1 idle 10, both-busy "either" 8, serial - union 6,
+    # GPU 0 idle 4, concurrent 4, launch overhead 1 x 2 = 2, exposed copy 1
     assert d["headlines"] == [
-        "GPU 0 idle 33.3% of the window; the host spent 2 µs in cudaLaunchKernel meanwhile",
-        "GPU 1 idle 83.3% of the window; the host spent 5 µs in cudaStreamSynchronize meanwhile",
+        "GPU 1 idle 83.3% of the window; main cause: waiting on another device 4 µs (40.0% of "
+        "the idle time)",
         "GPU 0 and GPU 1 were both busy 25.0% of the time either was",
-        "Copies on GPU 0: 80.0% hidden under compute (1 µs exposed)",
+        "14 µs of stream work ran in 8 µs of GPU busy time (1.75x parallelism)",
+        "GPU 0 idle 33.3% of the window; main cause: runtime call cudaLaunchKernel 2 µs (50.0% "
+        "of the idle time)",
         "Up to 2 streams on GPU 0 ran at once; two or more were busy for 4 µs "
         "(50.0% of its busy time)",
-        "14 µs of stream work ran in 8 µs of GPU busy time (1.75x parallelism)",
-        "Median launch latency 2 µs onto an idle stream (1 launch); 1 more waited behind "
-        "earlier work on their stream",
+        "Launch overhead 2 µs at most (n = 1)",
+        "Copies on GPU 0: 80.0% hidden under compute (1 µs exposed)",
     ]

@@ -79,7 +79,32 @@ def test_scalars_of_one_window() -> None:
         "traceprobe/gpu_idle_us/gpu1": 400.0,
         "traceprobe/hidden_copy_pct/gpu1": 25.0,
         "traceprobe/concurrent_streams_us/gpu1": 0.0,
+        # the fixture's comm_compute rows: hidden 80% on GPU 0, 25% on GPU 1
+        "traceprobe/hidden_comm_pct/gpu0": 80.0,
+        "traceprobe/hidden_comm_pct/gpu1": 25.0,
     }
+
+
+def test_scalars_of_a_real_step_breakdown_copy_rate_and_descriptions() -> None:
+    """The DDP sample, step 1: the breakdown tags equal the report's parts; copy GB/s is bytes
+    over copy time; every tag has a description."""
+    from traceprobe.load import load
+    from traceprobe.report import analyze
+
+    path = sorted((Path(__file__).resolve().parent.parent / "sample_traces" / "h200x2" / "ddp" /
+                   "train").glob("vm_0.*.pt.trace.json.gz"))[0]
+    r = analyze(load(path), step="all").to_dict()
+    ((n, tags),) = tb.step_scalars(r)
+    step = r["steps"][0]
+    (b,) = step["step_breakdown"]
+    assert n == b["step"] == 1
+    for part in b["parts"]:
+        assert tags[f"traceprobe/step_{part['name']}_us/gpu0"] == part["us"]
+    assert sum(tags[f"traceprobe/step_{p['name']}_us/gpu0"] for p in b["parts"]) == pytest.approx(
+        step["span_us"])
+    (c,) = step["copies"]
+    assert tags["traceprobe/copy_gbps/gpu0"] == pytest.approx(c["bytes"] / (c["us"] * 1000))
+    assert all(tb.description(t) for t in tags)
 
 
 def test_undefined_figures_are_left_out() -> None:

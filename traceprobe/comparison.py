@@ -15,7 +15,9 @@ read. The result is deterministic (same inputs, same dict, same order) and JSON-
       "speedup": {"span": a.span_us / b.span_us, "gpu_span": a.gpu_span_us / b.gpu_span_us},
       "figures": [{"key", "label", "unit", "a", "b", "delta", "relative"}, ...],
       "changes": [{"key", "label", "unit", "a", "b", "fold", "text"}, ...],   # ranked
-      "devices_only_in": {"a": [device, ...], "b": [...]}
+      "devices_only_in": {"a": [device, ...], "b": [...]},
+      "copies": [{"device", "a_copy_us", "b_copy_us", "a_exposed_us", "b_exposed_us",
+                  "exposed_saved_us", "faster_us", "hidden_us", "a_gb_per_s", "b_gb_per_s"}]
     }
 
 ``speedup`` > 1 means B is faster than A (null when B's span is 0). ``figures`` holds, in a
@@ -30,6 +32,13 @@ finite fold (``fold`` null), in figure order. A figure is listed only when it ch
 least 1% and by more than noise: 0.1 percentage points for fractions, 0.1% of the longer span
 for times, any change for counts. Figures missing on either side are not ranked; devices
 present in one report only are listed in ``devices_only_in``.
+
+``copies`` splits, per device with copies on both sides, the change in **exposed** copy time
+(copy time no kernel of the device hid; ``overlap.copy_compute`` row "all") into two exact parts:
+with T the copy time and h the hidden fraction, ``faster_us = (T_a − T_b)·(1 − h_a)`` (what B
+saves because its copies take less time, hidden as A hid them) and ``hidden_us = T_b·(h_b −
+h_a)`` (what B saves because more of its copy time hides); they sum to ``exposed_saved_us =
+E_a − E_b``. ``*_gb_per_s``: all bytes over all copy time of the device (report ``copies``).
 """
 
 from __future__ import annotations
@@ -218,7 +227,59 @@ def compare(a: Report, b: Report) -> dict[str, Any]:
             "a": sorted(devs_a - devs_b, key=str),
             "b": sorted(devs_b - devs_a, key=str),
         },
+        "copies": copy_split(a, b),
     }
+
+
+def copy_split(a: Report, b: Report) -> list[dict[str, Any]]:
+    """Per device: exposed copy time saved, split into faster copies and more hiding."""
+    rows_a = {r.get("device"): r for r in _rows(a, "overlap", "copy_compute")
+              if r.get("direction") == "all"}
+    rows_b = {r.get("device"): r for r in _rows(b, "overlap", "copy_compute")
+              if r.get("direction") == "all"}
+    out = []
+    for d in sorted(set(rows_a) & set(rows_b), key=str):
+        ta, tb = _num(rows_a[d].get("memcpy_us")) or 0.0, _num(rows_b[d].get("memcpy_us")) or 0.0
+        if ta <= 0 or tb <= 0:
+            continue
+        ea, eb = _num(rows_a[d].get("exposed_us")) or 0.0, _num(rows_b[d].get("exposed_us")) or 0.0
+        ha, hb = 1 - ea / ta, 1 - eb / tb
+        out.append({
+            "device": d, "a_copy_us": ta, "b_copy_us": tb, "a_exposed_us": ea,
+            "b_exposed_us": eb, "exposed_saved_us": ea - eb,
+            "faster_us": (ta - tb) * (1 - ha), "hidden_us": tb * (hb - ha),
+            "a_gb_per_s": _rate(a, d), "b_gb_per_s": _rate(b, d),
+        })
+    return out
+
+
+def _rate(r: Report, device: Any) -> float | None:
+    rows = [c for c in _rows(r, "copies") if c.get("device") == device]
+    nbytes = sum(_num(c.get("bytes")) or 0.0 for c in rows)
+    us = sum(_num(c.get("us")) or 0.0 for c in rows)
+    return nbytes / (us * 1000) if us > 0 and nbytes > 0 else None
+
+
+def copy_words(result: Mapping[str, Any]) -> list[str]:
+    """'Copies on GPU 0: exposed copy time fell by 2.25 s: 2.19 s from faster copies ...'."""
+    out = []
+    for c in result.get("copies") or []:
+        saved = c["exposed_saved_us"]
+        if abs(saved) < 1e-9:
+            continue
+        rate = ""
+        if c.get("a_gb_per_s") and c.get("b_gb_per_s"):
+            rate = f", {c['a_gb_per_s']:.3g} → {c['b_gb_per_s']:.3g} GB/s"
+        verb = "fell" if saved > 0 else "rose"
+        out.append(
+            f"Copies on GPU {c['device']}: exposed copy time {verb} by "
+            f"{fmt_value('us', abs(saved))}: {fmt_value('us', c['faster_us'])} because the copies "
+            f"took {'less' if c['faster_us'] >= 0 else 'more'} time "
+            f"({fmt_value('us', c['a_copy_us'])} → {fmt_value('us', c['b_copy_us'])}{rate}), "
+            f"{fmt_value('us', c['hidden_us'])} because more of them hid under compute "
+            f"({(1 - c['a_exposed_us'] / c['a_copy_us']) * 100:.1f}% → "
+            f"{(1 - c['b_exposed_us'] / c['b_copy_us']) * 100:.1f}% hidden)")
+    return out
 
 
 def _changes(figures: list[dict[str, Any]], span: float) -> list[dict[str, Any]]:
@@ -290,6 +351,7 @@ def format_text(result: Mapping[str, Any], *, top: int = 10) -> str:
         "",
     ]
     lines += [f"  * {s}" for s in speedup_words(result)]
+    lines += [f"  * {s}" for s in copy_words(result)]
     changes = result["changes"][:top] if top >= 0 else result["changes"]
     if changes:
         lines += ["", "What changed most (largest relative change first):"]

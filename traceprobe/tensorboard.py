@@ -24,7 +24,14 @@ traceprobe/utilization_pct/gpu{d}        100 × ``utilization[d]``
 traceprobe/gpu_idle_us/gpu{d}            ``idle_us[d]``
 traceprobe/hidden_copy_pct/gpu{d}        100 × ``hidden_copy_fraction[d]`` (GPUs that copied)
 traceprobe/concurrent_streams_us/gpu{d}  ``concurrent_streams_us[d]``
+traceprobe/hidden_comm_pct/gpu{d}        100 × ``hidden_comm_fraction[d]`` (GPUs with NCCL kernels)
+traceprobe/copy_gbps/gpu{d}              all copy bytes / all copy time of the GPU (``copies``)
+traceprobe/step_{part}_us/gpu{d}         the step-time breakdown (``step_breakdown``): kernel,
+                                         memcpy, memset, communication, runtime, dataloader,
+                                         cpu_exec, other; ``/host`` on a CPU-only trace
 ======================================== ============================================
+
+Each tag carries a one-line description (:data:`DESCRIPTIONS`), shown by TensorBoard.
 
 An undefined figure is left out of that step (TensorBoard has no "missing"). TensorBoard
 stores scalars as float32, so a value read back equals ``float(numpy.float32(value))``.
@@ -77,6 +84,28 @@ def _tensorboard() -> tuple[Any, Any, Any]:
 
 # ----------------------------------------------------------------------------- figures
 
+DESCRIPTIONS: dict[str, str] = {
+    "span_us": "Length of the step (µs).",
+    "cross_device_overlap_pct": "Time both GPUs were busy, % of the time either was.",
+    "utilization_pct": "GPU busy (any kernel, copy or memset), % of the step.",
+    "gpu_idle_us": "GPU idle time in the step (µs).",
+    "hidden_copy_pct": "Copy time that ran under a kernel of the same GPU, %.",
+    "concurrent_streams_us": "Time two or more streams of the GPU were busy (µs).",
+    "hidden_comm_pct": "Communication (NCCL) kernel time that ran under compute kernels, %.",
+    "copy_gbps": "Copy bandwidth: bytes / copy time, GB/s (10^9 bytes per second).",
+    "step_": "Step-time breakdown (µs): each instant goes to the first of kernel, memcpy, "
+             "memset, communication, runtime, dataloader, cpu_exec active, else other.",
+}
+
+
+def description(tag: str) -> str:
+    """The description of a tag (docs in the module docstring)."""
+    name = tag.split("/")[1] if "/" in tag else tag
+    for key, text in DESCRIPTIONS.items():
+        if name == key or (key.endswith("_") and name.startswith(key)):
+            return text
+    return ""
+
 
 def scalars(report: Report) -> dict[str, float]:
     """The tag -> value map for one window (a whole-trace or one-step report dict)."""
@@ -103,6 +132,21 @@ def scalars(report: Report) -> dict[str, float]:
         if copied:
             put(f"traceprobe/hidden_copy_pct/gpu{d}", "hidden_copy_fraction", d, 100.0)
         put(f"traceprobe/concurrent_streams_us/gpu{d}", "concurrent_streams_us", d)
+        if any(row.get("device") == d and (row.get("comm_us") or 0) > 0
+               for row in (report.get("overlap") or {}).get("comm_compute") or []):
+            put(f"traceprobe/hidden_comm_pct/gpu{d}", "hidden_comm_fraction", d, 100.0)
+        rows = [c for c in report.get("copies") or [] if c.get("device") == d]
+        nbytes = sum(float(c.get("bytes") or 0) for c in rows)
+        us = sum(float(c.get("us") or 0) for c in rows)
+        if nbytes > 0 and us > 0:
+            out[f"traceprobe/copy_gbps/gpu{d}"] = nbytes / (us * 1000)
+    step = (report.get("window") or {}).get("step")
+    for b in report.get("step_breakdown") or []:
+        if step is not None and b.get("step") != step:
+            continue  # a whole-trace report lists every step: only the window's own counts
+        where = "host" if b.get("device") is None else f"gpu{b.get('device')}"
+        for part in b.get("parts") or []:
+            out[f"traceprobe/step_{part['name']}_us/{where}"] = float(part.get("us") or 0.0)
     return out
 
 
@@ -142,7 +186,8 @@ def event_bytes(steps: Sequence[tuple[int, Mapping[str, float]]], *, wall_time: 
     for step, values in steps:
         event = event_pb2.Event(wall_time=wall_time, step=int(step))
         for tag, value in values.items():
-            event.summary.value.extend(scalar_pb(tag, float(value)).value)
+            event.summary.value.extend(
+                scalar_pb(tag, float(value), description=description(tag) or None).value)
         writer.write(event.SerializeToString())
     return buf.getvalue()
 

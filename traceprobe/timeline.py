@@ -19,12 +19,12 @@ clock (the file's ``ts`` converted exactly, fractions of a microsecond kept).
     dst_kind      str   same, for the destination
     peer          int64 the other device of a PtoP copy; -1 otherwise
     comm          bool  a communication kernel (NCCL/RCCL collectives and p2p)
-
-Optional ``gpu`` columns (present when loaded from a file; hand-built frames may lack
-them, so readers must check): ``grid_blocks`` and ``block_threads`` (product of
-``args.grid`` / ``args.block``), ``regs_per_thread``, ``smem_bytes`` (``args["shared
-memory"]``), all int64 with -1 for unknown. :mod:`traceprobe.graph` reads them to tell
-whether a kernel fills the GPU.
+    dur_ns        int64 end - start (every frame has it)
+  and, for kernels, what the trace records of the launch (others: unknown):
+    grid, block   str   compact JSON as in the trace ("[128,1,1]"); "" if unknown
+    registers_per_thread, shared_memory   int64 (bytes); -1 if unknown
+    blocks_per_sm, warps_per_sm           float64; NaN if unknown
+    occupancy     float64 est. achieved occupancy in %; NaN if unknown
 
 ``cpu`` — one row per host-side duration event
     kind          str   "cpu_op" | "cuda_runtime" | "cuda_driver" | "cuda_sync" |
@@ -34,10 +34,14 @@ whether a kernel fills the GPU.
     start, end    int64 ns
     correlation   int64 -1 if none
     external_id   int64 -1 if none
+    dur_ns        int64 end - start
+    input_dims    str   the op's "Input Dims" as compact JSON ("[[8,3],[]]"), "" if not recorded
+    input_types   str   its "Input type" as compact JSON ('["float","Scalar"]'), "" if not recorded
 
 ``steps`` — one row per ``ProfilerStep#N`` window (host side), sorted by start
     step          int64 N
     start, end    int64 ns
+    dur_ns        int64 end - start
 
 ``meta`` — :class:`TraceMeta`.
 
@@ -71,8 +75,6 @@ GPU_COLUMNS: dict[str, str] = {
     "comm": "bool",
 }
 
-EXTRA_GPU_COLUMNS = ("grid_blocks", "block_threads", "regs_per_thread", "smem_bytes")
-
 CPU_COLUMNS: dict[str, str] = {
     "kind": "object",
     "name": "object",
@@ -86,14 +88,33 @@ CPU_COLUMNS: dict[str, str] = {
 
 STEP_COLUMNS: dict[str, str] = {"step": "int64", "start": "int64", "end": "int64"}
 
+# Columns the loader always adds; frames built by hand may leave them out (check() validates
+# them where present).
+OPTIONAL_GPU_COLUMNS: dict[str, str] = {
+    "dur_ns": "int64",
+    "grid": "object",
+    "block": "object",
+    "registers_per_thread": "int64",
+    "shared_memory": "int64",
+    "blocks_per_sm": "float64",
+    "warps_per_sm": "float64",
+    "occupancy": "float64",
+}
+OPTIONAL_CPU_COLUMNS: dict[str, str] = {
+    "dur_ns": "int64",
+    "input_dims": "object",
+    "input_types": "object",
+}
+OPTIONAL_STEP_COLUMNS: dict[str, str] = {"dur_ns": "int64"}
+
 GPU_KINDS = ("kernel", "memcpy", "memset")
 COPY_KINDS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH")
 
 
-def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
+def empty_frame(columns: dict[str, str], optional: dict[str, str] | None = None) -> pd.DataFrame:
     import pandas as pd
 
-    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()})
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in {**columns, **(optional or {})}.items()})
 
 
 @dataclass(frozen=True)
@@ -230,12 +251,16 @@ class Timeline:
         ):
             missing = [c for c in cols if c not in df.columns]
             assert not missing, f"{name} frame lacks columns {missing}"
-            for c, t in cols.items():
-                if t in ("int64", "bool"):
+            optional = {"gpu": OPTIONAL_GPU_COLUMNS, "cpu": OPTIONAL_CPU_COLUMNS,
+                        "steps": OPTIONAL_STEP_COLUMNS}[name]
+            for c, t in {**cols, **{k: v for k, v in optional.items() if k in df.columns}}.items():
+                if t in ("int64", "bool", "float64"):
                     assert str(df[c].dtype) == t, f"{name}.{c} is {df[c].dtype}, want {t}"
             if not df.empty:
                 bad = int((df["end"] < df["start"]).sum())
                 assert bad == 0, f"{name}: {bad} rows end before they start"
+                if "dur_ns" in df.columns:
+                    assert (df["dur_ns"] == df["end"] - df["start"]).all(), f"{name}: dur_ns"
         if not self.gpu.empty:
             kinds = set(self.gpu["kind"].unique())
             assert kinds <= set(GPU_KINDS), f"gpu kinds {kinds - set(GPU_KINDS)}"
@@ -261,4 +286,6 @@ def _clip_frame(df: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
     out = df[keep].copy()
     out["start"] = np.clip(out["start"].to_numpy(), lo, hi)
     out["end"] = np.clip(out["end"].to_numpy(), lo, hi)
+    if "dur_ns" in out.columns:
+        out["dur_ns"] = out["end"].to_numpy() - out["start"].to_numpy()
     return out

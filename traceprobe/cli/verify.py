@@ -31,8 +31,9 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
     """Say, for every recorded experiment, whether its claim holds, and why.
 
     DIR is the folder `traceprobe record` wrote (default traceprobe-out), or any folder
-    above or inside it. For each variant: "holds", "does not hold" or "cannot tell on
-    this machine" (e.g. a two-GPU claim recorded on one GPU), one sentence with the
+    above or inside it. For each variant: "holds", "partly holds" (the effect is there but
+    short of the claim), "does not hold" or "cannot tell on this machine" (e.g. a two-GPU
+    claim recorded on one GPU), one sentence with the
     figures behind it, and how the trace's spans compare with the wall-clock times the
     recording measured without the profiler. Thresholds: docs/FIGURES.md, "Verdicts".
 

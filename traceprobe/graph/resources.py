@@ -5,9 +5,9 @@ can keep resident: ``numSms x resident blocks per SM``, where resident blocks pe
 is the least of the limits a block's threads, registers and shared memory put on one
 SM (CUDA's occupancy rule, without allocation granularity)::
 
-    by threads   maxThreadsPerMultiprocessor // block_threads
-    by registers regsPerMultiprocessor // (regs_per_thread * block_threads)
-    by shared    sharedMemPerMultiprocessor // smem_bytes          (when smem_bytes > 0)
+    by threads   maxThreadsPerMultiprocessor // block threads
+    by registers regsPerMultiprocessor // (registers_per_thread * block threads)
+    by shared    sharedMemPerMultiprocessor // shared_memory       (when > 0)
     at most      MAX_BLOCKS_PER_SM (32, sm_50 and later)
 
 The replay does not run two filling kernels of one device at the same time. A kernel
@@ -17,6 +17,7 @@ filling (nothing is known that would serialise it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,15 +53,36 @@ def resident_blocks(
     return out
 
 
+def volume(texts: pd.Series) -> np.ndarray:
+    """``"[x,y,z]"`` (the frames' ``grid``/``block`` text) -> x*y*z; -1 where unknown or
+    malformed. Each distinct text is parsed once."""
+    codes, uniq = pd.factorize(texts.to_numpy(object))
+    vol = np.full(len(uniq) + 1, -1, np.int64)
+    for i, t in enumerate(uniq):
+        try:
+            dims = json.loads(t) if t else None
+        except ValueError:
+            dims = None
+        if isinstance(dims, list) and dims and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims
+        ):
+            vol[i] = int(np.prod(dims))
+    return vol[codes]  # code -1 (missing) reads the trailing -1
+
+
 def fills_gpu(gpu: pd.DataFrame, device_properties: Sequence[dict[str, Any]]) -> np.ndarray:
     """One bool per row of ``gpu``: a kernel whose grid is at least the device's resident
     capacity."""
     n = len(gpu)
     out = np.zeros(n, bool)
-    if n == 0 or "grid_blocks" not in gpu.columns:
+    if n == 0 or "grid" not in gpu.columns or "block" not in gpu.columns:
         return out
     kernel = (gpu["kind"] == "kernel").to_numpy()
-    grid = gpu["grid_blocks"].to_numpy()
+    grid = volume(gpu["grid"])
+    block = volume(gpu["block"])
+    unknown = np.full(n, -1, np.int64)
+    regs = gpu["registers_per_thread"].to_numpy() if "registers_per_thread" in gpu else unknown
+    smem = gpu["shared_memory"].to_numpy() if "shared_memory" in gpu else unknown
     dev = gpu["device"].to_numpy()
     for props in device_properties:
         sms = int(props.get("numSms") or 0)
@@ -69,11 +91,6 @@ def fills_gpu(gpu: pd.DataFrame, device_properties: Sequence[dict[str, Any]]) ->
         rows = np.flatnonzero(kernel & (dev == int(props["id"])) & (grid > 0))
         if not len(rows):
             continue
-        res = resident_blocks(
-            gpu["block_threads"].to_numpy()[rows],
-            gpu["regs_per_thread"].to_numpy()[rows],
-            gpu["smem_bytes"].to_numpy()[rows],
-            props,
-        )
+        res = resident_blocks(block[rows], regs[rows], smem[rows], props)
         out[rows] = (res > 0) & (grid[rows] >= sms * res)
     return out

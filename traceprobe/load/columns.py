@@ -51,6 +51,7 @@ from traceprobe.load.schema import (
 from traceprobe.load.timestamps import us_to_ns
 
 _GPU, _CPU, _SKIP = 0, 1, 2
+_NONE = b""  # an absent raw text
 
 
 # --------------------------------------------------------------------------- public
@@ -128,6 +129,7 @@ class Collector:
                     "external_id": ext[ci],
                 }
             )
+            self.cpu[-1].update(self._inputs(evs))
             sizes = [e.args.size for e in evs]
             if sizes.count(None) != len(sizes):  # ROCm: hipMemcpy* calls carry "size"
                 for i, s in enumerate(sizes):
@@ -154,10 +156,7 @@ class Collector:
                     "from": coerce.int64(frm),
                     "to": coerce.int64([a.to_device for a in args]),
                     "kind_arg": [a.kind for a in args],
-                    "grid_blocks": coerce.int64([_volume(a.grid) for a in args]),
-                    "block_threads": coerce.int64([_volume(a.block) for a in args]),
-                    "regs_per_thread": coerce.int64([a.registers for a in args]),
-                    "smem_bytes": coerce.int64([a.shared_memory for a in args]),
+                    **self._launch(args),
                 }
             )
         si = np.flatnonzero(group == _SKIP)
@@ -175,6 +174,38 @@ class Collector:
             if junk.any():
                 device[junk] = -1
         return device
+
+    def _raw(self, values: list[Any]) -> list[Any]:
+        """Raw JSON texts, copied out of the batch's buffer (``Raw.copy`` is the cheap way;
+        :func:`traceprobe.load.frames._texts` decodes each distinct one once)."""
+        return [r.copy() if r else _NONE for r in values]
+
+    def _inputs(self, evs: list[Event]) -> dict[str, Any]:
+        """CPU op inputs (``Input Dims``, ``Input type``) as raw JSON text, when recorded."""
+        dims = [e.args.input_dims for e in evs]
+        if not any(dims):
+            return {"input_dims": [_NONE] * len(evs), "input_types": [_NONE] * len(evs)}
+        return {"input_dims": self._raw(dims),
+                "input_types": self._raw([e.args.input_types for e in evs])}
+
+    def _launch(self, args: list[Any]) -> dict[str, Any]:
+        """Kernel launch figures (grid, block, registers, shared memory, occupancy)."""
+        n = len(args)
+        if not any(a.grid for a in args):
+            nan = np.full(n, np.nan)
+            return {"grid": [_NONE] * n, "block": [_NONE] * n,
+                    "registers_per_thread": np.full(n, -1, np.int64),
+                    "shared_memory": np.full(n, -1, np.int64), "blocks_per_sm": nan,
+                    "warps_per_sm": nan.copy(), "occupancy": nan.copy()}
+        return {
+            "grid": self._raw([a.grid for a in args]),
+            "block": self._raw([a.block for a in args]),
+            "registers_per_thread": coerce.int64([a.registers for a in args]),
+            "shared_memory": coerce.int64([a.shared_memory for a in args]),
+            "blocks_per_sm": _floats([a.blocks_per_sm for a in args]),
+            "warps_per_sm": _floats([a.warps_per_sm for a in args]),
+            "occupancy": _floats([a.occupancy for a in args]),
+        }
 
     def _new_cat(self, c: str) -> None:
         g = _GPU if c in GPU_CATEGORIES else _SKIP if c in SKIPPED_CATEGORIES else _CPU
@@ -261,16 +292,13 @@ class Collector:
         )
 
 
-def _volume(dims: Any) -> int:
-    """``[x, y, z]`` -> x*y*z (a kernel's grid or block); -1 when absent or malformed."""
-    if not isinstance(dims, list) or not dims:
-        return -1
-    n = 1
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int | float) or d < 0:
-            return -1
-        n *= int(d)
-    return n
+def _floats(values: list[Any]) -> np.ndarray:
+    """Numbers to float64; None and anything else become NaN."""
+    try:
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
+                         for v in values], dtype=np.float64)
 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:

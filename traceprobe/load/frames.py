@@ -29,6 +29,7 @@ import sys
 from collections import Counter
 from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 
@@ -36,8 +37,10 @@ from traceprobe.load.schema import GPU_CATEGORIES, RENAMED_2021, Columns
 from traceprobe.timeline import (
     COPY_KINDS,
     CPU_COLUMNS,
-    EXTRA_GPU_COLUMNS,
     GPU_COLUMNS,
+    OPTIONAL_CPU_COLUMNS,
+    OPTIONAL_GPU_COLUMNS,
+    OPTIONAL_STEP_COLUMNS,
     STEP_COLUMNS,
     Timeline,
     TraceMeta,
@@ -111,7 +114,7 @@ def _warnings(cols: Columns, gpu: pd.DataFrame) -> list[str]:
 
 def _cpu_frame(c: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray) -> pd.DataFrame:
     if not c:
-        return empty_frame(CPU_COLUMNS)
+        return empty_frame(CPU_COLUMNS, OPTIONAL_CPU_COLUMNS)
     return pd.DataFrame(
         {
             "kind": _obj(kind_u[c["cat"]]),
@@ -122,6 +125,9 @@ def _cpu_frame(c: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray
             "end": c["end"],
             "correlation": c["correlation"],
             "external_id": c["external_id"],
+            "dur_ns": c["end"] - c["start"],
+            "input_dims": _texts(c.get("input_dims"), len(c["start"])),
+            "input_types": _texts(c.get("input_types"), len(c["start"])),
         },
         copy=False,
     )
@@ -131,7 +137,7 @@ def _gpu_frame(
     g: dict[str, Any], kind_u: np.ndarray, names_u: np.ndarray, sizes: dict[int, int]
 ) -> pd.DataFrame:
     if not g:
-        return empty_frame(GPU_COLUMNS)
+        return empty_frame(GPU_COLUMNS, OPTIONAL_GPU_COLUMNS)
     kind = kind_u[g["cat"]]
     codes = g["name"]
     # copy direction, memory kinds and the comm flag: parsed once per distinct name
@@ -169,10 +175,36 @@ def _gpu_frame(
             "dst_kind": _obj(dst_kind),
             "peer": peer,
             "comm": comm,
-            **{c: g[c] for c in EXTRA_GPU_COLUMNS if c in g},
+            "dur_ns": g["end"] - g["start"],
+            "grid": _texts(g.get("grid"), len(codes)),
+            "block": _texts(g.get("block"), len(codes)),
+            **{k: g.get(k, np.full(len(codes), d)) for k, d in (
+                ("registers_per_thread", -1), ("shared_memory", -1),
+                ("blocks_per_sm", np.nan), ("warps_per_sm", np.nan), ("occupancy", np.nan))},
         },
         copy=False,
     )
+
+
+def _texts(raw: Any, n: int) -> pd.Series:
+    """Raw JSON texts (bytes or msgspec.Raw) as str, each distinct text decoded once ("" where
+    absent)."""
+    if raw is None or not any(raw):
+        return _obj(np.full(n, "", object))
+    keys = b"\x00".join(raw).decode("utf-8", "replace").split("\x00")  # JSON text has no NUL
+    codes, uniq = pd.factorize(np.array(keys, object))
+    canon = np.array([_canonical(t) for t in uniq] or [""], object)
+    return _obj(canon[codes])
+
+
+def _canonical(text: str) -> str:
+    """Compact JSON (``[16,64,1]``) whatever the file's spacing; the text itself if not JSON."""
+    if not text:
+        return ""
+    try:
+        return sys.intern(msgspec.json.encode(msgspec.json.decode(text)).decode())
+    except msgspec.DecodeError:
+        return sys.intern(text)
 
 
 def _obj(values: np.ndarray) -> pd.Series:
@@ -200,12 +232,12 @@ def _steps(
 ) -> tuple[pd.DataFrame, list[int] | None]:
     """``ProfilerStep#N`` windows of the thread that has the most of them."""
     if not cpu:
-        return empty_frame(STEP_COLUMNS), None
+        return empty_frame(STEP_COLUMNS, OPTIONAL_STEP_COLUMNS), None
     step_u = np.array([_step_number(n) for n in names_u], np.int64)
     step = step_u[cpu["name"]]
     rows = np.flatnonzero((step >= 0) & np.array([k in STEP_KINDS for k in kind_u])[cpu["cat"]])
     if not len(rows):
-        return empty_frame(STEP_COLUMNS), None
+        return empty_frame(STEP_COLUMNS, OPTIONAL_STEP_COLUMNS), None
     threads = list(zip(cpu["pid"][rows].tolist(), cpu["tid"][rows].tolist(), strict=True))
     count = Counter(threads)
     best = max(count, key=lambda k: (count[k], -k[0], -k[1]))
@@ -216,7 +248,7 @@ def _steps(
     rows = rows[np.sort(first)]
     s, e = start[rows], end[rows].copy()
     e[:-1] = np.minimum(e[:-1], s[1:])
-    return pd.DataFrame({"step": step[rows], "start": s, "end": e}), list(best)
+    return pd.DataFrame({"step": step[rows], "start": s, "end": e, "dur_ns": e - s}), list(best)
 
 
 def _opt_int(v: Any) -> int | None:

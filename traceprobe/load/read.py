@@ -72,11 +72,16 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     from_device: Any = msgspec.field(name="fromDevice", default=None)
     to_device: Any = msgspec.field(name="toDevice", default=None)
     size: Any = None
-    # kernel launch geometry and resources (graph/'s GPU-filling test)
-    grid: Any = None
-    block: Any = None
+    # kernel launch figures and CPU op inputs: kept as raw JSON text (cheap to skip over)
+    grid: msgspec.Raw = _EMPTY
+    block: msgspec.Raw = _EMPTY
     registers: Any = msgspec.field(name="registers per thread", default=None)
     shared_memory: Any = msgspec.field(name="shared memory", default=None)
+    blocks_per_sm: Any = msgspec.field(name="blocks per SM", default=None)
+    warps_per_sm: Any = msgspec.field(name="warps per SM", default=None)
+    occupancy: Any = msgspec.field(name="est. achieved occupancy %", default=None)
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_EMPTY)
+    input_types: msgspec.Raw = msgspec.field(name="Input type", default=_EMPTY)
 
 
 NO_ARGS = Args()

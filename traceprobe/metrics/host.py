@@ -1,21 +1,23 @@
-"""The host's side of GPU idle time: what the CPU was doing, how long launches took.
+"""The host's side of GPU idle time: launches, kernel gaps, and the per-gap idle labels.
 
-* **Idle attribution** — a device's idle time (the window minus its busy set)
-  intersected with the host calls of the trace's process: CUDA runtime, sync and
-  driver calls, and CPU ops. A *cause* is one call name. Runtime, sync and driver
-  calls are first-class: a runtime-like name is charged ``|idle ∩ ∪ calls of that
-  name|``; a CPU op is charged only the idle time that it covers *and no
-  runtime/sync/driver call covers*, so ``aten::item`` does not take credit for the
-  ``cudaStreamSynchronize`` inside it. Ties in the charged time are broken by
-  kind (``cuda_runtime``, ``cuda_sync``, ``cuda_driver``, ``cpu_op``), then by name.
-  :func:`idle_attribution` charges a device's whole idle time (the report's causes);
-  :func:`gap_causes` each idle gap on its own (``traceprobe annotate``'s idle track).
+* **Idle attribution** (the report's ``host.devices[].causes``) lives in
+  :mod:`traceprobe.metrics.idle`: a partition of each device's idle time. This module keeps
+  the row types (:class:`Cause`, :class:`HostIdle`) and :func:`gap_causes`, the simpler
+  per-gap label of ``traceprobe annotate`` (the host call name charged most of a gap).
 * **Launch latency** — kernel start minus the start of the runtime/driver call with
   the same correlation id; the first kernel of a call only (a graph launch counts
-  once); negative or unmatched pairs are ignored.
+  once); negative or unmatched pairs are ignored. A launch is *launch overhead*
+  (``unqueued_*``) only when the kernel's stream had drained before the call began
+  (otherwise it *queued*) and the kernel did not *wait on another stream*: it is not a
+  communication kernel, and no activity of another stream of its device ended within
+  :data:`WAIT_TOLERANCE_NS` before it started, after the call began (an event wait or
+  NCCL's ordering behind the compute stream).
 * **Kernel gaps** — per stream, kernels sorted by start: gap = next start − latest
-  end so far, clamped at 0. A stream is *launch-bound* when its median kernel is
-  shorter than its median gap.
+  end so far, clamped at 0. A gap is *host-late* when the whole device (every stream)
+  was idle through it and the next kernel's launching call began after the previous
+  kernel started (so the GPU waited for the host, not for a queue or an event). A
+  stream is *launch-bound* when it has at least :data:`MIN_LAUNCH_GAPS` host-late gaps
+  and its median kernel is shorter than their median.
 """
 
 from __future__ import annotations
@@ -29,26 +31,26 @@ import pandas as pd
 from traceprobe.intervals import (
     Spans,
     difference,
-    gaps,
     grouped_spans,
     measure_within,
-    overlap,
     spans,
 )
-from traceprobe.metrics.devices import DeviceBusy
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
 HOST_KINDS = (*RUNTIME_KINDS, "cpu_op")
 LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
-TOP_CAUSES = 5
+WAIT_TOLERANCE_NS = 10_000  # a kernel starting this soon after another stream's work waited on it
+MIN_LAUNCH_GAPS = 10  # host-late gaps needed before a stream is called launch-bound
 
 
 @dataclass(frozen=True)
 class Cause:
     name: str
     kind: str
-    ns: int  # idle time charged to this name (reported as "us")
-    calls: int  # calls of this name that overlap the time it is charged for
+    ns: int  # idle time charged to this cause (reported as "us")
+    calls: int  # events of this name that own some of that time
+    share: float | None = None  # ns / the device's idle time
+    children: tuple[Cause, ...] = ()  # a region's time split by the innermost call inside it
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class LaunchLatency:
     unqueued_count: int = 0
     unqueued_p50_ns: float | None = None
     unqueued_max_ns: int | None = None
+    # Launches onto a drained stream whose kernel waited on another stream (not overhead).
+    waited_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class KernelGaps:
     max_ns: int | None
     kernel_p50_ns: float | None
     launch_bound: bool
+    host_late_gaps: int = 0  # gaps the GPU spent waiting for the host (module docstring)
+    host_late_p50_ns: float | None = None
 
 
 @dataclass(frozen=True)
@@ -168,45 +174,12 @@ def call_names(calls: pd.DataFrame) -> CallNames:
     )
 
 
-def idle_attribution(
-    busy: Sequence[DeviceBusy], calls: pd.DataFrame, lo: int, hi: int, top: int = TOP_CAUSES
-) -> tuple[HostIdle, ...]:
-    """Per device: idle time in ``[lo, hi)``, how much the host spent in ``calls``, and why."""
-    cn = call_names(calls)
-    s, e, code = cn.starts, cn.ends, cn.code
-    # Per-name unions computed once for all devices.
-    gk, gs, ge = cn.pieces
-    in_time = np.argsort(gs, kind="stable")  # sorted queries make searchsorted much faster
-    gk, gs, ge = gk[in_time], gs[in_time], ge[in_time]
-
-    piece_rt = cn.runtime_like[gk]
-    rt_pieces, op_pieces = np.flatnonzero(piece_rt), np.flatnonzero(~piece_rt)
-    by_code = np.argsort(code, kind="stable")  # rows of code c: by_code[bounds[c]:bounds[c + 1]]
-    bounds = np.searchsorted(code[by_code], np.arange(len(cn.names) + 1))
-    out = []
-    for dev in busy:
-        idle = gaps(dev.busy, lo, hi)
-        rt_target, op_target = cn.targets(idle)
-        # Charged time per code: Σ over that name's union pieces of |its target ∩ piece|.
-        charged = np.zeros(len(cn.names), np.int64)
-        for target, pieces in ((rt_target, rt_pieces), (op_target, op_pieces)):
-            np.add.at(charged, gk[pieces], measure_within(target, gs[pieces], ge[pieces]))
-        hit = np.flatnonzero(charged > 0)
-        chosen = sorted(hit, key=lambda c: (-charged[c], c))[:top]  # codes: tie-break order
-        causes = []
-        for c in chosen:  # calls: those of the name that overlap its target at all
-            rows = by_code[bounds[c] : bounds[c + 1]]
-            target = rt_target if cn.runtime_like[c] else op_target
-            n = int((measure_within(target, s[rows], e[rows]) > 0).sum())
-            causes.append(Cause(str(cn.names[c]), str(cn.kinds[c]), int(charged[c]), n))
-        out.append(HostIdle(dev.device, idle.length, overlap(idle, cn.everything), tuple(causes)))
-    return tuple(out)
-
-
 def gap_causes(cn: CallNames, idle: Spans) -> tuple[np.ndarray, np.ndarray]:
     """Per piece (gap) of ``idle``: the code charged most of it (-1: none) and the ns charged.
 
-    The rule of :func:`idle_attribution`, applied to each gap on its own.
+    ``traceprobe annotate``'s label rule (kept from before the partition of
+    :mod:`traceprobe.metrics.idle`): a runtime-like name is charged ``|gap ∩ ∪ its calls|``,
+    a CPU op only the part of the gap that no runtime/sync/driver call covers.
     """
     n = len(idle)
     best = np.zeros(n, np.int64)
@@ -243,8 +216,12 @@ def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:
     lat = lat[keep]
     if lat.size == 0:
         return LaunchLatency(0, None, None, None, None)
-    before = _stream_drained_at(gpu).reindex(both.index[keep]).to_numpy(dtype=np.int64)
-    idle = lat[before <= both["r"].to_numpy(dtype=np.int64)[keep]]
+    corr = both.index[keep]
+    call = both["r"].to_numpy(dtype=np.int64)[keep]
+    before = _stream_drained_at(gpu).reindex(corr).to_numpy(dtype=np.int64)
+    unqueued = before <= call
+    waited = unqueued & _waited(gpu, corr, call)
+    idle = lat[unqueued & ~waited]
     return LaunchLatency(
         count=int(lat.size),
         mean_ns=float(lat.mean()),
@@ -254,7 +231,32 @@ def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:
         unqueued_count=int(idle.size),
         unqueued_p50_ns=float(np.median(idle)) if idle.size else None,
         unqueued_max_ns=int(idle.max()) if idle.size else None,
+        waited_count=int(waited.sum()),
     )
+
+
+def _waited(gpu: pd.DataFrame, corr: pd.Index, call: np.ndarray) -> np.ndarray:
+    """Per launch (correlation ``corr``, call start ``call``): did its first kernel wait on
+    another stream? A comm kernel always does; otherwise an activity of another stream of its
+    device ended in ``[max(call, start − WAIT_TOLERANCE_NS), start]``."""
+    k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
+    k = k.sort_values("start", kind="stable").drop_duplicates("correlation").set_index(
+        "correlation")
+    k = k.reindex(corr)
+    dev = k["device"].to_numpy(dtype=np.int64)
+    st = k["stream"].to_numpy(dtype=np.int64)
+    start = k["start"].to_numpy(dtype=np.int64)
+    out = k["comm"].to_numpy(dtype=bool).copy()
+    for d in np.unique(dev).tolist():
+        acts = gpu[gpu["device"] == d].sort_values("end", kind="stable")
+        ends = acts["end"].to_numpy(dtype=np.int64)
+        streams = acts["stream"].to_numpy(dtype=np.int64)
+        for i in np.flatnonzero((dev == d) & ~out).tolist():
+            lo = max(int(call[i]), int(start[i]) - WAIT_TOLERANCE_NS)
+            a = int(np.searchsorted(ends, lo, side="left"))
+            b = int(np.searchsorted(ends, start[i], side="right"))
+            out[i] = bool((streams[a:b] != st[i]).any())
+    return out
 
 
 def _stream_drained_at(gpu: pd.DataFrame) -> pd.Series:
@@ -279,8 +281,12 @@ def _stream_drained_at(gpu: pd.DataFrame) -> pd.Series:
     return out[~out.index.duplicated(keep="first")]
 
 
-def kernel_gaps(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[KernelGaps, ...]:
-    """Per (device, stream) with at least two kernels: gaps between consecutive kernels."""
+def kernel_gaps(
+    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None = None
+) -> tuple[KernelGaps, ...]:
+    """Per (device, stream) with at least two kernels: gaps between consecutive kernels,
+    which of them were host-late, and whether the stream is launch-bound (module docstring).
+    ``cpu`` gives the launching calls; without it no gap is host-late."""
     k = gpu[(gpu["kind"] == "kernel") & gpu["device"].isin(list(devices))]
     if len(k) < 2:
         return ()
@@ -288,23 +294,30 @@ def kernel_gaps(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[KernelGaps, 
     st = k["stream"].to_numpy(dtype=np.int64)
     s = k["start"].to_numpy(dtype=np.int64)
     e = k["end"].to_numpy(dtype=np.int64)
+    corr = k["correlation"].to_numpy(dtype=np.int64)
     order = np.lexsort((e, s, st, dev))
-    dev, st, s, e = dev[order], st[order], s[order], e[order]
+    dev, st, s, e, corr = dev[order], st[order], s[order], e[order], corr[order]
     same = (dev[1:] == dev[:-1]) & (st[1:] == st[:-1])
     group = np.concatenate([[0], np.cumsum(~same)])
     latest_end = pd.Series(e).groupby(group).cummax().to_numpy(dtype=np.int64)
     gap = np.maximum(s[1:] - latest_end[:-1], 0)[same]
+    late = _host_late(gpu, cpu, dev[1:][same], latest_end[:-1][same], s[1:][same],
+                      s[:-1][same], corr[1:][same]) & (gap > 0)
     gap_frame = pd.DataFrame(
-        {"device": dev[1:][same], "stream": st[1:][same], "gap": gap, "positive": gap > 0}
+        {"device": dev[1:][same], "stream": st[1:][same], "gap": gap, "positive": gap > 0,
+         "late": late, "late_gap": np.where(late, gap, np.nan)}
     )
     stats = gap_frame.groupby(["device", "stream"], sort=True).agg(
-        gaps=("positive", "sum"), mean=("gap", "mean"), p50=("gap", "median"), max=("gap", "max")
+        gaps=("positive", "sum"), mean=("gap", "mean"), p50=("gap", "median"), max=("gap", "max"),
+        late=("late", "sum"), late_p50=("late_gap", "median"),
     )
     dur = pd.Series(e - s, index=pd.MultiIndex.from_arrays([dev, st], names=["device", "stream"]))
     kernel_p50 = dur.groupby(level=[0, 1]).median()
     out = []
     for (d, stream), row in stats.iterrows():
         kp50 = float(kernel_p50.loc[(d, stream)])
+        n_late = int(row["late"])
+        late_p50 = float(row["late_p50"]) if n_late else None
         out.append(
             KernelGaps(
                 device=int(d),
@@ -314,7 +327,32 @@ def kernel_gaps(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[KernelGaps, 
                 p50_ns=float(row["p50"]),
                 max_ns=int(row["max"]),
                 kernel_p50_ns=kp50,
-                launch_bound=bool(kp50 < float(row["p50"])),
+                launch_bound=bool(
+                    n_late >= MIN_LAUNCH_GAPS and late_p50 is not None and kp50 < late_p50
+                ),
+                host_late_gaps=n_late,
+                host_late_p50_ns=late_p50,
             )
         )
     return tuple(out)
+
+
+def _host_late(
+    gpu: pd.DataFrame, cpu: pd.DataFrame | None, dev: np.ndarray, gap_lo: np.ndarray,
+    gap_hi: np.ndarray, prev_start: np.ndarray, corr: np.ndarray,
+) -> np.ndarray:
+    """Per gap ``[gap_lo, gap_hi)`` of device ``dev``: the device idle through it, and the next
+    kernel (correlation ``corr``) launched by a call that began after ``prev_start``."""
+    if cpu is None or cpu.empty:
+        return np.zeros(len(dev), bool)
+    calls = cpu[cpu["kind"].isin(LAUNCH_KINDS) & (cpu["correlation"] >= 0)]
+    launch = calls.drop_duplicates("correlation").set_index("correlation")["start"]
+    call = launch.reindex(corr).to_numpy(dtype=np.float64)
+    issued_late = ~np.isnan(call) & (call > prev_start)
+    idle = np.zeros(len(dev), bool)
+    for d in np.unique(dev).tolist():
+        g = gpu[gpu["device"] == d]
+        busy = spans(g["start"].to_numpy(dtype=np.int64), g["end"].to_numpy(dtype=np.int64))
+        m = dev == d
+        idle[m] = measure_within(busy, gap_lo[m], gap_hi[m]) == 0
+    return idle & issued_late

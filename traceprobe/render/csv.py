@@ -9,6 +9,9 @@ writes, for one trace or several (a ``trace`` column, first, tells them apart):
 ``steps.csv``    one row per ProfilerStep window
 ``devices.csv``  the report's ``devices`` rows
 ``streams.csv``  the report's ``streams`` rows
+``copies.csv``   the report's ``copies`` rows (bandwidth per direction and memory kind)
+``step_breakdown.csv``  one row per (step, device, part or region): ``what`` is "part" or "region"
+``idle_causes.csv``     one row per (device, cause), then its children (``parent`` set)
 
 Frame times stay exact integer nanoseconds (``start_ns``, ``end_ns``, ``dur_ns``);
 report figures keep the report's units (µs, fractions). The ``step`` column of the
@@ -29,7 +32,8 @@ import pandas as pd
 from traceprobe.output import atomic_directory
 from traceprobe.timeline import Timeline
 
-FILES = ("gpu.csv", "cpu.csv", "steps.csv", "devices.csv", "streams.csv")
+FILES = ("gpu.csv", "cpu.csv", "steps.csv", "devices.csv", "streams.csv", "copies.csv",
+         "step_breakdown.csv", "idle_causes.csv")
 
 
 def write_csv(
@@ -57,6 +61,9 @@ def write_csv(
         "steps.csv": pd.concat([_frame(tl.steps, tl.source) for tl in tls], ignore_index=True),
         "devices.csv": _summary(reports, "devices"),
         "streams.csv": _summary(reports, "streams"),
+        "copies.csv": _summary(reports, "copies"),
+        "step_breakdown.csv": _breakdown(reports),
+        "idle_causes.csv": _causes(reports),
     }
     with atomic_directory(directory, list(FILES), force=force) as scratch:
         for name in FILES:
@@ -66,7 +73,8 @@ def write_csv(
 
 def _frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
     out = df.rename(columns={"start": "start_ns", "end": "end_ns"}).reset_index(drop=True)
-    out.insert(list(out.columns).index("end_ns") + 1, "dur_ns", out["end_ns"] - out["start_ns"])
+    dur = out.pop("dur_ns") if "dur_ns" in out.columns else out["end_ns"] - out["start_ns"]
+    out.insert(list(out.columns).index("end_ns") + 1, "dur_ns", dur)
     out.insert(0, "trace", pd.Series([source] * len(out), dtype="object"))
     return out
 
@@ -86,4 +94,40 @@ def _summary(reports: Sequence[Mapping[str, Any]], key: str) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=columns)
     if not df.empty:
         df["step"] = df["step"].astype("Int64")
+    return df
+
+
+def _breakdown(reports: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    rows = [
+        {"trace": r.get("trace"), "step": b.get("step"), "device": b.get("device"),
+         "start_us": b.get("start_us"), "end_us": b.get("end_us"), "what": what,
+         "name": p.get("name"), "us": p.get("us"), "share": p.get("share")}
+        for r in reports
+        for b in r.get("step_breakdown") or []
+        for what, key in (("part", "parts"), ("region", "regions"))
+        for p in b.get(key) or []
+    ]
+    cols = ["trace", "step", "device", "start_us", "end_us", "what", "name", "us", "share"]
+    df = pd.DataFrame(rows, columns=cols)
+    if not df.empty:
+        df["device"] = df["device"].astype("Int64")
+    return df
+
+
+def _causes(reports: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for r in reports:
+        for h in (r.get("host") or {}).get("devices") or []:
+            for c in h.get("causes") or []:
+                base = {"trace": r.get("trace"), "device": h.get("device"),
+                        "idle_us": h.get("idle_us")}
+                rows.append({**base, "parent": "", "name": c.get("name"), "kind": c.get("kind"),
+                             "us": c.get("us"), "share": c.get("share"), "calls": c.get("calls")})
+                rows += [{**base, "parent": c.get("name"), "name": k.get("name"), "kind": "",
+                          "us": k.get("us"), "share": k.get("share"), "calls": None}
+                         for k in c.get("children") or []]
+    cols = ["trace", "device", "idle_us", "parent", "name", "kind", "us", "share", "calls"]
+    df = pd.DataFrame(rows, columns=cols)
+    if not df.empty:
+        df["calls"] = df["calls"].astype("Int64")
     return df

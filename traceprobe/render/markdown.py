@@ -30,9 +30,9 @@ def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = F
     parts = ["\n".join(out) + "\n"]
     for i, t in enumerate(traces):
         parts.append(_document(tb.trace_document(t, top=top, label=f"[{i}]"), level=2))
-    cross = tb.cross_trace_table(report)
-    if cross is not None:
-        parts.append(_table(cross, level=2))
+    for extra in (tb.runs_table(report), tb.cross_trace_table(report)):
+        if extra is not None:
+            parts.append(_table(extra, level=2))
     return "\n".join(parts)
 
 

@@ -57,6 +57,9 @@ def trace_tables(report: Mapping[str, Any], *, top: int = 10) -> list[Table]:
             _stream_concurrency(report, top),
             _host_idle(report),
             _idle_causes(report),
+            _step_breakdown(report),
+            _step_regions(report),
+            _copy_rates(report),
             _launch_latency(report),
             _kernel_gaps(report),
             _serial(report),
@@ -130,8 +133,9 @@ def _streams(r: Mapping[str, Any]) -> Table | None:
     bad = [s for s in streams if (s.get("self_overlap_us") or 0) > 0]
     if bad:
         where = ", ".join(f"GPU {s.get('device')} stream {s.get('stream')}" for s in bad)
-        notes.append(f"activities of one stream overlap each other on {where}: "
-                     "the trace's timestamps are skewed there")
+        notes.append(f"activities of one stream overlap each other on {where}: either "
+                     "programmatic dependent launch (Hopper and later start a kernel before the "
+                     "previous one ends) or skewed timestamps; the trace cannot tell which")
     return Table("Streams", headers, "r" * len(headers), rows, notes)
 
 
@@ -263,12 +267,77 @@ def _idle_causes(r: Mapping[str, Any]) -> Table | None:
         for c in d.get("causes") or []:
             rows.append((fmt_device(d.get("device")), str(c.get("name", DASH)),
                          str(c.get("kind", DASH)), fmt_time(c.get("us")),
-                         fmt_count(c.get("calls"))))
+                         fmt_pct(c.get("share")), fmt_count(c.get("calls"))))
+            for k in c.get("children") or []:
+                rows.append(("", f"  └ {k.get('name', DASH)}", "", fmt_time(k.get("us")),
+                             fmt_pct(k.get("share")), ""))
     if not rows:
         return None
-    headers = ("GPU", "host call", "kind", "during GPU idle", "calls")
-    return Table("What the host did while the GPU was idle", headers, "rllrr", rows,
+    headers = ("GPU", "cause", "kind", "GPU idle", "share", "calls")
+    notes = ["each idle nanosecond has one cause: the innermost region (DataLoader, optimizer, "
+             "record_function), else a sync, else the innermost CPU op or runtime call, else "
+             "host idle; └ rows split a region by the innermost call inside it"]
+    return Table("Why the GPU was idle", headers, "rllrrr", rows, notes, code=frozenset({1}))
+
+
+def _step_breakdown(r: Mapping[str, Any]) -> Table | None:
+    rows_in = _rows(r, "step_breakdown")
+    if not rows_in:
+        return None
+    names = [p.get("name", "") for p in rows_in[0].get("parts") or []]
+    nonzero = {p.get("name") for b in rows_in for p in b.get("parts") or []
+               if (p.get("us") or 0) > 0}
+    used = [n for n in names if n in nonzero]
+    headers = ("step", "GPU", "length", *used)
+    rows = []
+    for b in rows_in:
+        parts = {p.get("name"): p for p in b.get("parts") or []}
+        length = (b.get("end_us") or 0) - (b.get("start_us") or 0)
+        rows.append((str(b.get("step", DASH)), fmt_device(b.get("device")), fmt_time(length),
+                     *(f"{fmt_time(parts[n].get('us'))} ({fmt_pct(parts[n].get('share'))})"
+                       for n in used)))
+    notes = ["each instant of a step goes to the first of kernel, memcpy, memset, "
+             "communication, runtime, dataloader, cpu_exec that is active, else other; "
+             "the parts sum to the step"]
+    return Table("Step-time breakdown", headers, "r" * len(headers), rows, notes)
+
+
+def _step_regions(r: Mapping[str, Any]) -> Table | None:
+    seen: set[Any] = set()
+    rows = []
+    for b in _rows(r, "step_breakdown"):
+        if b.get("step") in seen:  # regions are host-side: the same for every GPU
+            continue
+        seen.add(b.get("step"))
+        for p in b.get("regions") or []:
+            rows.append((str(b.get("step", DASH)), str(p.get("name", DASH)),
+                         fmt_time(p.get("us")), fmt_pct(p.get("share"))))
+    if not rows or all(row[1] == "(no region)" for row in rows):
+        return None
+    return Table("Step time by region", ("step", "region", "time", "share"), "rlrr", rows,
+                 ["the innermost record_function, DataLoader or optimizer range at each instant"],
                  code=frozenset({1}))
+
+
+def _copy_rates(r: Mapping[str, Any]) -> Table | None:
+    rates = _rows(r, "copies")
+    if not rates:
+        return None
+    headers = ("GPU", "direction", "memory", "copies", "bytes", "time", "GB/s", "of link")
+    rows = [
+        (fmt_device(c.get("device")), str(c.get("direction") or DASH),
+         f"{c.get('src_kind') or '?'} -> {c.get('dst_kind') or '?'}", fmt_count(c.get("copies")),
+         fmt_bytes(c.get("bytes")), fmt_time(c.get("us")),
+         DASH if c.get("gb_per_s") is None else f"{c['gb_per_s']:.3g}",
+         DASH if c.get("link_share") is None
+         else f"{fmt_pct(c.get('link_share'))} of {c.get('link')} {c.get('link_gb_per_s'):.3g}")
+        for c in rates
+    ]
+    notes = ["GB/s: bytes / summed copy time (10^9 bytes per second)"]
+    if any(c.get("pageable") for c in rates):
+        notes.append("pageable host memory is staged and blocks the host: pin it "
+                     "(tensor.pin_memory(), DataLoader(pin_memory=True))")
+    return Table("Copy bandwidth", headers, "rllrrrrr", rows, notes)
 
 
 def _launch_latency(r: Mapping[str, Any]) -> Table | None:
@@ -281,9 +350,12 @@ def _launch_latency(r: Mapping[str, Any]) -> Table | None:
         f"p95 {fmt_time(lat.get('p95_us'))}, max {fmt_time(lat.get('max_us'))}"
     )
     notes = [line]
+    if lat.get("waited_count"):
+        notes.append(f"{fmt_count(lat.get('waited_count'))} kernels launched onto an idle "
+                     "stream waited on another stream (event wait, NCCL ordering): not overhead")
     if lat.get("unqueued_count"):
         notes.append(
-            f"onto an idle stream (launch overhead, no queueing), over "
+            f"launch overhead (onto an idle stream, no queueing or cross-stream wait), over "
             f"{fmt_count(lat.get('unqueued_count'))} kernels: p50 "
             f"{fmt_time(lat.get('unqueued_p50_us'))}, max {fmt_time(lat.get('unqueued_max_us'))}"
         )
@@ -295,7 +367,7 @@ def _kernel_gaps(r: Mapping[str, Any]) -> Table | None:
     if not gaps:
         return None
     headers = ("GPU", "stream", "gaps", "mean gap", "p50 gap", "max gap", "p50 kernel",
-               "launch-bound")
+               "host-late gaps", "p50 host-late", "launch-bound")
     rows = [
         (
             fmt_device(g.get("device")),
@@ -305,12 +377,15 @@ def _kernel_gaps(r: Mapping[str, Any]) -> Table | None:
             fmt_time(g.get("p50_us")),
             fmt_time(g.get("max_us")),
             fmt_time(g.get("kernel_p50_us")),
+            fmt_count(g.get("host_late_gaps")),
+            fmt_time(g.get("host_late_p50_us")),
             "yes" if g.get("launch_bound") else "no",
         )
         for g in gaps
     ]
-    notes = ["launch-bound: the median kernel is shorter than the median wait between kernels"]
-    return Table("Gaps between kernels", headers, "rrrrrrrl", rows, notes)
+    notes = ["host-late gap: the whole GPU idle and the next kernel launched after the previous "
+             "began; launch-bound: at least 10 of them, longer (median) than the median kernel"]
+    return Table("Gaps between kernels", headers, "rrrrrrrrrl", rows, notes)
 
 
 def _serial(r: Mapping[str, Any]) -> Table | None:
@@ -332,26 +407,40 @@ def _top_kernels(r: Mapping[str, Any], top: int) -> Table | None:
     ks = _rows(r, "top_kernels")[:top]
     if not ks:
         return None
-    headers = ("kernel", "GPU", "count", "total", "mean", "share")
-    rows = [
-        (str(k.get("name", DASH)), fmt_device(k.get("device")), fmt_count(k.get("count")),
-         fmt_time(k.get("total_us")), fmt_time(k.get("mean_us")), fmt_pct(k.get("fraction")))
-        for k in ks
-    ]
-    return Table("Top kernels", headers, "lrrrrr", rows, code=frozenset({0}))
+    launch = any(k.get("grid") for k in ks)
+    headers: tuple[str, ...] = ("kernel", "GPU", "count", "total", "mean", "share")
+    headers += ("grid", "block", "regs", "occupancy") if launch else ()
+    rows = []
+    for k in ks:
+        row: tuple[str, ...] = (
+               str(k.get("name", DASH)), fmt_device(k.get("device")), fmt_count(k.get("count")),
+               fmt_time(k.get("total_us")), fmt_time(k.get("mean_us")), fmt_pct(k.get("fraction")))
+        if launch:
+            regs, occ = k.get("registers_per_thread"), k.get("occupancy")
+            row += (str(k.get("grid") or DASH), str(k.get("block") or DASH),
+                    DASH if regs is None else f"{regs:.0f}",
+                    DASH if occ is None else f"{occ:.0f}%")
+        rows.append(row)
+    return Table("Top kernels", headers, "lrrrrr" + ("llrr" if launch else ""), rows,
+                 code=frozenset({0}))
 
 
 def _top_ops(r: Mapping[str, Any], top: int) -> Table | None:
     ops = _rows(r, "top_ops")[:top]
     if not ops:
         return None
-    headers = ("CPU op", "count", "total", "mean")
+    shapes = any(o.get("input_dims") for o in ops)
+    headers = ("CPU op", "count", "self", "total", "mean") + (("input dims",) if shapes else ())
     rows = [
-        (str(o.get("name", DASH)), fmt_count(o.get("count")), fmt_time(o.get("total_us")),
-         fmt_time(o.get("mean_us")))
+        (str(o.get("name", DASH)), fmt_count(o.get("count")), fmt_time(o.get("self_us")),
+         fmt_time(o.get("total_us")), fmt_time(o.get("mean_us")))
+        + ((str(o.get("input_dims") or DASH),) if shapes else ())
         for o in ops
     ]
-    return Table("Top CPU ops", headers, "lrrr", rows, code=frozenset({0}))
+    notes = ["self: time not spent in CPU ops the op called; by self time"
+             + ("; one row per input shape" if shapes else "")]
+    return Table("Top CPU ops", headers, "lrrrr" + ("l" if shapes else ""), rows, notes,
+                 code=frozenset({0}))
 
 
 def _steps(r: Mapping[str, Any]) -> Table | None:

@@ -35,6 +35,7 @@ from traceprobe.render.units import (
 
 __all__ = [
     "DASH", "Document", "Row", "Table", "cross_trace_rows", "cross_trace_table", "fmt_bytes",
+    "runs_table",
     "fmt_count", "fmt_device", "fmt_pct", "fmt_ratio", "fmt_time", "is_multi",
     "trace_document", "trace_tables",
 ]
@@ -101,6 +102,22 @@ def cross_trace_rows(multi: Mapping[str, Any]) -> list[Row]:
     if isinstance(ct, Sequence) and not isinstance(ct, str):
         return [x for x in ct if isinstance(x, Mapping)]
     return []
+
+
+def runs_table(multi: Mapping[str, Any]) -> Table | None:
+    """Which traces are ranks of one job and which are separate runs, by folder."""
+    runs = [r for r in multi.get("runs") or [] if isinstance(r, Mapping)]
+    if not runs or all(not r.get("job") for r in runs) and len(runs) <= 1:
+        return None
+    rows = [
+        (str(r.get("folder") or DASH), " ".join(f"[{i}]" for i in r.get("traces") or []),
+         f"ranks of one job (world size {r.get('world_size')})" if r.get("job")
+         else "separate run" + ("s" if len(r.get("traces") or []) > 1 else ""))
+        for r in runs
+    ]
+    notes = ["ranks of one job: the traces' distributedInfo says so (rank, world size, one "
+             "folder); separate runs are not compared with each other"]
+    return Table("Runs", ("folder", "traces", "what"), "lll", rows, notes)
 
 
 def cross_trace_table(multi: Mapping[str, Any]) -> Table | None:

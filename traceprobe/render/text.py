@@ -29,9 +29,9 @@ def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = F
     for i, t in enumerate(traces):
         doc = tb.trace_document(t, top=top, label=f"[{i}]")
         parts.append(_document(doc, st, rule=True))
-    cross = tb.cross_trace_table(report)
-    if cross is not None:
-        parts.append(_table(cross, st))
+    for extra in (tb.runs_table(report), tb.cross_trace_table(report)):
+        if extra is not None:
+            parts.append(_table(extra, st))
     return "\n".join(parts)
 
 

@@ -21,7 +21,7 @@ from traceprobe.render.units import DASH, UNIT_FORMATS, fmt_count
 
 FORMATS = ("text", "markdown", "json")
 WIDTH = 100
-ORDER = ("holds", "does not hold", "cannot tell on this machine")
+ORDER = ("holds", "partly holds", "does not hold", "cannot tell on this machine")
 
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_<>[]|#"})
 

@@ -15,17 +15,18 @@ from typing import Any
 
 from traceprobe.errors import UsageError
 from traceprobe.graph import critical_paths
+from traceprobe.metrics.copies import copy_rates
 from traceprobe.metrics.devices import device_busy, stream_busy, stream_concurrency
 from traceprobe.metrics.host import (
     LAUNCH_KINDS,
     Host,
-    host_calls,
     host_process,
-    idle_attribution,
     kernel_gaps,
     launch_latency,
 )
+from traceprobe.metrics.idle import idle_causes
 from traceprobe.metrics.overlap import (
+    CrossTrace,
     Overlap,
     comm_compute,
     copy_compute,
@@ -34,6 +35,9 @@ from traceprobe.metrics.overlap import (
     multi_device_ns,
     serial,
 )
+from traceprobe.metrics.regions import host_events
+from traceprobe.metrics.runs import runs
+from traceprobe.metrics.steps import step_breakdown
 from traceprobe.metrics.top import top_kernels, top_ops
 from traceprobe.report.headlines import headlines
 from traceprobe.report.model import Counts, MultiReport, Report, Step, Window
@@ -183,11 +187,25 @@ def _event_span(timeline: Timeline) -> tuple[int | None, int | None]:
 def analyze_many(
     timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None
 ) -> MultiReport:
-    """Analyse each timeline, then compare device busy time across them (one host clock assumed)."""
+    """Analyse each timeline, then compare device busy time across the ranks of each job
+    (one host clock assumed); separate runs are not compared (metrics/runs.py)."""
     only = None if devices is None else sorted({int(d) for d in devices})
     reports = tuple(_analyze_one(t, step, t.devices if only is None else only) for t in timelines)
     windows = [(r.window.start_ns, r.window.end_ns) for r in reports]
-    return MultiReport(reports, cross_trace([r.devices for r in reports], windows))
+    groups = runs([t.meta for t in timelines])
+    pairs: list[Any] = []
+    skipped: list[Any] = []
+    for g in groups:
+        if not g.job:
+            continue
+        part = cross_trace([reports[i].devices for i in g.traces], [windows[i] for i in g.traces])
+        at = g.traces
+        pairs += [
+            replace(p, a=replace(p.a, trace=at[p.a.trace]), b=replace(p.b, trace=at[p.b.trace]))
+            for p in part.pairs
+        ]
+        skipped += [replace(s, traces=(at[s.traces[0]], at[s.traces[1]])) for s in part.skipped]
+    return MultiReport(reports, CrossTrace(tuple(pairs), tuple(skipped)), groups)
 
 
 def _devices(timeline: Timeline, devices: Sequence[int] | None) -> list[int]:
@@ -277,6 +295,7 @@ def _window_report(
     busy = device_busy(gpu, devices, span, names)
     streams = stream_busy(gpu, devices)
     kind = gpu["kind"]
+    host = host_events(cpu, pid)
     return Report(
         trace=tl.source,
         format=tl.meta.format,
@@ -302,11 +321,13 @@ def _window_report(
             streams=stream_concurrency(streams, devices),
         ),
         host=Host(
-            devices=idle_attribution(busy, host_calls(cpu, pid), lo, hi),
+            devices=idle_causes(busy, host, lo, hi),
             launch_latency=launch_latency(gpu, cpu),
-            kernel_gaps=kernel_gaps(gpu, devices),
+            kernel_gaps=kernel_gaps(gpu, devices, cpu),
         ),
         serial=serial(busy, streams, gpu_span),
         top_kernels=top_kernels(gpu, devices),
         top_ops=top_ops(cpu),
+        copies=copy_rates(gpu, devices, names),
+        step_breakdown=step_breakdown(gpu, host, tl.steps, devices),
     )

@@ -1,7 +1,12 @@
 """Headlines: a report's main findings as short plain-English sentences with numbers.
 
 Read only from figures already in the report, so a headline can never disagree
-with the JSON next to it. Order: what the GPUs did, what overlapped, what the host did.
+with the JSON next to it. Each finding carries the time at stake (idle time, exposed
+copy or communication time, concurrent time, host-late gaps, launch overhead ...); a
+finding is *material* when that time is at least :data:`MATERIAL` of the window, and
+only material findings become headlines, ranked by the time at stake (ties keep the
+order: what the GPUs did, what overlapped, what the host did). A median over fewer than
+:data:`MIN_SAMPLE` values is not stated as a median: the sentence says "n = k".
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ from traceprobe.report.model import Report
 MAX_PAIRS = 3  # more device pairs than this are summarised in one sentence
 MAX_LAUNCH_BOUND = 3
 BUSY_ENOUGH = 0.9  # above this utilization a device's idle time gets no sentence
+MATERIAL = 0.01  # a finding must put at least this share of the window at stake
+MIN_SAMPLE = 5  # fewer values than this: no median in a headline
+KIND_WORDS = {"dataloader": "the DataLoader", "optimizer": "the optimizer",
+              "region": "the region", "cpu_op": "CPU op", "runtime": "runtime call"}
 
 
 def duration(ns: float) -> str:
@@ -41,37 +50,53 @@ def headlines(r: Report) -> tuple[str, ...]:
         if r.top_ops:
             op = r.top_ops[0]
             out.append(
-                f"The CPU op with the most time was {op.name} "
-                f"({duration(op.total_ns)} over {op.count} calls)"
+                f"The CPU op with the most self time was {op.name} "
+                f"({duration(op.self_ns)} of {duration(op.total_ns)} over {op.count} calls)"
             )
+        out += [line for _, line in _dataloader(r)]
         return tuple(out)
-    out += _devices(r)
-    out += _cross_device(r)
-    out += _copies_and_comm(r)
-    out += _streams(r)
-    out += _serial(r)
-    out += _launch(r)
-    return tuple(out)
+    found: list[tuple[float, str]] = []
+    for part in (_devices, _cross_device, _copies_and_comm, _bandwidth, _dataloader, _streams,
+                 _serial, _launch):
+        found += part(r)
+    floor = MATERIAL * r.span_ns
+    ranked = sorted(enumerate(found), key=lambda t: (-t[1][0], t[0]))
+    return tuple(line for _, (stake, line) in ranked if stake >= floor and stake > 0)
 
 
-def _devices(r: Report) -> list[str]:
-    out = []
+def cause_phrase(c: object) -> str:
+    """'the DataLoader (enumerate(DataLoader)#...) 14.4 ms (74.0% of the idle time)'."""
+    kind, name = getattr(c, "kind", ""), getattr(c, "name", "")
+    share = percent(getattr(c, "share", None))
+    what = name if kind in ("host_idle", "wait", "sync") else f"{KIND_WORDS.get(kind, kind)} {name}"
+    if kind in ("dataloader",):
+        what = f"the DataLoader ({name})"
+    return f"{what} {duration(getattr(c, 'ns', 0))} ({share} of the idle time)"
+
+
+def _devices(r: Report) -> list[tuple[float, str]]:
+    out: list[tuple[float, str]] = []
     causes = {h.device: h.causes for h in r.host.devices}
     for d in r.devices:
         if d.utilization is None:
             continue
         if d.utilization >= BUSY_ENOUGH:
-            out.append(f"{_gpu(d.device)} busy {percent(d.utilization)} of the window")
+            out.append((d.busy_ns, f"{_gpu(d.device)} busy {percent(d.utilization)} of the window"))
             continue
         line = f"{_gpu(d.device)} idle {percent(1 - d.utilization)} of the window"
         top = causes.get(d.device, ())
         if top:
-            line += f"; the host spent {duration(top[0].ns)} in {top[0].name} meanwhile"
-        out.append(line)
+            line += f"; main cause: {cause_phrase(top[0])}"
+        out.append((d.idle_ns, line))
     return out
 
 
-def _cross_device(r: Report) -> list[str]:
+def _cross_device(r: Report) -> list[tuple[float, str]]:
+    stake = max((p.either_ns for p in r.overlap.cross_device), default=0)
+    return [(stake, line) for line in _cross_device_lines(r)]
+
+
+def _cross_device_lines(r: Report) -> list[str]:
     pairs = [p for p in r.overlap.cross_device if p.fraction_of_either is not None]
     if not pairs:
         return []
@@ -92,72 +117,99 @@ def _cross_device(r: Report) -> list[str]:
     ]
 
 
-def _copies_and_comm(r: Report) -> list[str]:
-    out = []
+def _copies_and_comm(r: Report) -> list[tuple[float, str]]:
+    out: list[tuple[float, str]] = []
     for c in r.overlap.copy_compute:
         if c.direction == "all" and c.memcpy_ns > 0:
-            out.append(
+            out.append((c.exposed_ns,
                 f"Copies on {_gpu(c.device)}: {percent(c.hidden_fraction)} hidden under compute "
                 f"({duration(c.exposed_ns)} exposed)"
-            )
+            ))
     for cc in r.overlap.comm_compute:
         if cc.comm_ns > 0:
-            out.append(
+            out.append((cc.exposed_ns,
                 f"Communication on {_gpu(cc.device)}: {percent(cc.hidden_fraction)} hidden under "
                 f"compute ({duration(cc.exposed_ns)} exposed)"
-            )
+            ))
     return out
 
 
-def _streams(r: Report) -> list[str]:
-    out = []
+def _bandwidth(r: Report) -> list[tuple[float, str]]:
+    out: list[tuple[float, str]] = []
+    for c in r.copies:
+        if not c.pageable or c.gb_per_s is None:
+            continue
+        link = (f" ({percent(c.link_share)} of {c.link}'s {c.link_gb_per_s:.3g} GB/s)"
+                if c.link_share is not None else "")
+        out.append((c.ns, f"{c.direction} copies {c.src_kind} -> {c.dst_kind} on "
+                    f"{_gpu(c.device)} ran at {c.gb_per_s:.3g} GB/s{link}: pageable host memory "
+                    "is staged and blocks the host; pin it (pin_memory)"))
+    return out
+
+
+def _dataloader(r: Report) -> list[tuple[float, str]]:
+    rows = [b for b in r.step_breakdown if b.device == (r.devices[0].device if r.devices else None)]
+    total = sum(b.end_ns - b.start_ns for b in rows)
+    dl = sum(p.ns for b in rows for p in b.parts if p.name == "dataloader")
+    if not total or not dl:
+        return []
+    return [(dl, f"The DataLoader took {duration(dl)} of {len(rows)} step"
+             f"{'' if len(rows) == 1 else 's'} ({percent(dl / total)})")]
+
+
+def _streams(r: Report) -> list[tuple[float, str]]:
+    out: list[tuple[float, str]] = []
     busy = {d.device: d.busy_ns for d in r.devices}
     for s in r.overlap.streams:
         if s.streams < 2:
             continue
         if s.concurrent_ns == 0:
-            out.append(f"Streams on {_gpu(s.device)} never ran concurrently")
+            # at stake: the device's busy time outside its busiest stream, which could overlap
+            top = max((x.busy_ns for x in r.streams if x.device == s.device), default=0)
+            out.append((busy[s.device] - top, f"Streams on {_gpu(s.device)} never ran "
+                        "concurrently"))
         else:
             share = s.concurrent_ns / busy[s.device] if busy[s.device] else None
-            out.append(
+            out.append((s.concurrent_ns,
                 f"Up to {s.max_concurrent} streams on {_gpu(s.device)} ran at once; two or more "
                 f"were busy for {duration(s.concurrent_ns)} ({percent(share)} of its busy time)"
-            )
+            ))
     return out
 
 
-def _serial(r: Report) -> list[str]:
+def _serial(r: Report) -> list[tuple[float, str]]:
     s = r.serial
     if s.parallelism is None or s.serial_ns == s.busy_union_ns:
         return []
-    return [
+    if not any(o.streams >= 2 for o in r.overlap.streams):
+        return []  # one stream per GPU: no overlap to speak of
+    return [(s.serial_ns - s.busy_union_ns,
         f"{duration(s.serial_ns)} of stream work ran in {duration(s.busy_union_ns)} of GPU busy "
-        f"time ({s.parallelism:.2f}x parallelism)"
+        f"time ({s.parallelism:.2f}x parallelism)")
     ]
 
 
-def _launch(r: Report) -> list[str]:
-    out = []
+def _launch(r: Report) -> list[tuple[float, str]]:
+    out: list[tuple[float, str]] = []
     bound = [g for g in r.host.kernel_gaps if g.launch_bound]
     for g in bound[:MAX_LAUNCH_BOUND]:
-        out.append(
+        out.append((g.host_late_gaps * (g.host_late_p50_ns or 0),
             f"Kernels on {_gpu(g.device)} stream {g.stream} are launch-bound: median kernel "
-            f"{duration(g.kernel_p50_ns or 0)}, median gap {duration(g.p50_ns or 0)}"
-        )
+            f"{duration(g.kernel_p50_ns or 0)}, median host-late gap "
+            f"{duration(g.host_late_p50_ns or 0)} over {g.host_late_gaps} gaps"
+        ))
     if len(bound) > MAX_LAUNCH_BOUND:
         more = len(bound) - MAX_LAUNCH_BOUND
-        out.append(f"{more} more stream{' is' if more == 1 else 's are'} launch-bound")
+        stake = sum(g.host_late_gaps * (g.host_late_p50_ns or 0) for g in bound[MAX_LAUNCH_BOUND:])
+        out.append((stake, f"{more} more stream{' is' if more == 1 else 's are'} launch-bound"))
     lat = r.host.launch_latency
-    if lat.count and lat.unqueued_count:
-        queued = lat.count - lat.unqueued_count
-        tail = (f"; {queued} more waited behind earlier work on their stream" if queued else "")
-        out.append(
-            f"Median launch latency {duration(lat.unqueued_p50_ns or 0)} onto an idle stream "
-            f"({lat.unqueued_count} launch{'' if lat.unqueued_count == 1 else 'es'}){tail}"
-        )
-    elif lat.count:
-        out.append(
-            f"All {lat.count} kernels were queued behind earlier work on their stream "
-            f"(median launch-to-start {duration(lat.p50_ns or 0)}): launch overhead is hidden"
-        )
+    n = lat.unqueued_count
+    if n:
+        stake = n * (lat.unqueued_p50_ns or 0)
+        if n >= MIN_SAMPLE:
+            line = (f"Median launch overhead {duration(lat.unqueued_p50_ns or 0)} over {n} "
+                    "launches onto an idle stream")
+        else:
+            line = f"Launch overhead {duration(lat.unqueued_max_ns or 0)} at most (n = {n})"
+        out.append((stake, line))
     return out

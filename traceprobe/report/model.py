@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the model imports no pandas
     import pandas as pd
-
+    from traceprobe.metrics.copies import CopyRate
     from traceprobe.metrics.devices import DeviceBusy, StreamBusy
     from traceprobe.metrics.host import Host
     from traceprobe.metrics.overlap import CrossTrace, Overlap, Serial
+    from traceprobe.metrics.runs import Run
+    from traceprobe.metrics.steps import StepBreakdown
     from traceprobe.metrics.top import TopKernel, TopOp
 
 SCHEMA = "traceprobe.report/1"  # one trace: Report.to_dict()
@@ -67,6 +69,8 @@ class Report:
     serial: Serial
     top_kernels: tuple[TopKernel, ...]
     top_ops: tuple[TopOp, ...]
+    copies: tuple[CopyRate, ...] = ()  # bandwidth per device, direction and memory kinds
+    step_breakdown: tuple[StepBreakdown, ...] = ()  # per ProfilerStep and device
     warnings: tuple[str, ...] = ()  # what the loader read leniently (the trace's own)
     salvaged: dict[str, Any] | None = None  # the file was cut short: what was kept
     steps: tuple[Report, ...] = ()
@@ -160,6 +164,7 @@ class MultiReport:
 
     reports: tuple[Report, ...]
     cross_trace: CrossTrace
+    runs: tuple[Run, ...] = ()  # jobs (ranks) and separate runs, by folder
 
     def __repr__(self) -> str:
         lines = [f"MultiReport of {_n(len(self.reports), 'trace')} (.reports, .to_dict())"]
@@ -174,6 +179,7 @@ class MultiReport:
             "schema": MULTI_SCHEMA,
             "traces": [r.to_dict() for r in self.reports],
             "cross_trace": plain(self.cross_trace),
+            "runs": plain(self.runs),
         }
 
 

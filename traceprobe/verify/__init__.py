@@ -10,7 +10,8 @@ per variant -> one small rule per workload -> one verdict per variant::
 
     {"workload", "variant", "folder", "claim", "verdict", "why", "figures", "wall_clock"}
 
-``verdict`` is :data:`HOLDS`, :data:`FAILS` or :data:`CANNOT_TELL`; ``why`` is one
+``verdict`` is :data:`HOLDS`, :data:`PARTLY` (the effect is there, short of the claim),
+:data:`FAILS` or :data:`CANNOT_TELL`; ``why`` is one
 sentence with numbers; ``wall_clock`` explains how the trace's spans compare with the
 independent wall-clock times in the metadata. A rule is a pure function of report and
 metadata dicts, ``rule(v: Recorded, peers: dict[str, Recorded]) -> Decision`` (``peers``:
@@ -58,6 +59,7 @@ from traceprobe.verify.decision import (
     CLAIMS,
     FAILS,
     HOLDS,
+    PARTLY,
     VERDICTS,
     Decision,
     Rule,
@@ -102,7 +104,7 @@ SCHEMA = "traceprobe.verdicts/1"
 
 __all__ = [
     "CANNOT_TELL", "CLAIMS", "COMM_HIDDEN_HOLDS", "FAILS", "FRACTIONS", "HIDDEN_HOLDS",
-    "HOLDS", "HOST_OVERLAP_HOLDS", "KERNEL_CONCURRENCY_MIN", "MLP_OVERLAP_HOLDS",
+    "HOLDS", "HOST_OVERLAP_HOLDS", "PARTLY", "KERNEL_CONCURRENCY_MIN", "MLP_OVERLAP_HOLDS",
     "OVERLAP_HOLDS", "OVERLAP_NONE", "RULES", "SAME_OPS_TOLERANCE", "SCHEMA",
     "SERIAL_RATIO_TOLERANCE", "SPEEDUP_CLEAR", "THRESHOLDS", "VERDICTS",
     "WALL_SPAN_MISMATCH", "Decision", "Figures", "Recorded", "Rule", "best_pair",

@@ -16,10 +16,15 @@ OVERLAP_NONE = 0.05
 # Copies hide under compute when at least half their time (the "all" row of copy_compute)
 # runs under a kernel of the same device: clearly more than chance touching.
 HIDDEN_HOLDS = 0.50
-# DDP hides communication when at least a quarter of the NCCL kernel time runs under
-# compute: the last bucket is reduced after the backward pass ends and can never hide,
-# and NCCL kernels also count the time they wait for the other rank.
-COMM_HIDDEN_HOLDS = 0.25
+# DDP "overlaps communication with the backward pass" when most (over half) of the NCCL
+# kernel time runs under compute: bucketing reduces every bucket but the last while the
+# backward pass still computes the earlier layers' gradients, so with many buckets nearly
+# all of it can hide. Only the last bucket cannot, which is why a model with only one or two
+# buckets falls short: between COMM_HIDDEN_PARTLY and COMM_HIDDEN_HOLDS the claim "partly
+# holds" (some all-reduce hid, but not most of it); below COMM_HIDDEN_PARTLY nothing to speak
+# of overlapped (NCCL kernels touching compute by launch jitter).
+COMM_HIDDEN_HOLDS = 0.50
+COMM_HIDDEN_PARTLY = 0.10
 # Kernels of one stream can touch by a timestamp's rounding; concurrency counts only when
 # two or more kernels run at once for at least this share of the kernel time.
 KERNEL_CONCURRENCY_MIN = 0.01
@@ -49,6 +54,7 @@ THRESHOLDS: dict[str, float] = {
     "overlap_none": OVERLAP_NONE,
     "hidden_holds": HIDDEN_HOLDS,
     "comm_hidden_holds": COMM_HIDDEN_HOLDS,
+    "comm_hidden_partly": COMM_HIDDEN_PARTLY,
     "kernel_concurrency_min": KERNEL_CONCURRENCY_MIN,
     "serial_ratio_tolerance": SERIAL_RATIO_TOLERANCE,
     "speedup_clear": SPEEDUP_CLEAR,

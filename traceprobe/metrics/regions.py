@@ -1,0 +1,110 @@
+"""What the host was doing: its events classified, and the innermost one at each instant.
+
+Shared by the idle attribution (:mod:`.idle`) and the step-time breakdown (:mod:`.steps`).
+
+*Host events* are the trace process's (see :func:`traceprobe.metrics.host.host_process`)
+CPU ops, CUDA runtime/driver calls, host-side sync records and ``user_annotation`` ranges
+(``record_function``), except the ``ProfilerStep#N`` ranges, which cover everything. Each is
+put in one class:
+
+* ``dataloader`` — a range whose name contains ``DataLoader`` (PyTorch's
+  ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``);
+* ``optimizer`` — a range named ``Optimizer.*`` (``Optimizer.step#SGD.step``);
+* ``region`` — any other ``user_annotation`` range (the user's own ``record_function``);
+* ``sync`` — a call that waits for the GPU: a runtime/driver call whose name contains
+  ``Synchronize``, a host ``cuda_sync`` record, ``aten::_local_scalar_dense`` and
+  ``aten::item`` (what ``.item()`` runs);
+* ``runtime`` — any other CUDA/HIP runtime or driver call (launches, copies, allocations);
+* ``cpu_op`` — any other CPU op.
+
+The first three are *regions*, the rest *leaves*. At an instant the *innermost* event of a
+set is the covering one that started last (ties: the one that ends first): on one thread
+ranges nest, so that is the deepest; across threads it is the most recent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+REGION_CLASSES = ("dataloader", "optimizer", "region")
+LEAF_CLASSES = ("sync", "runtime", "cpu_op")
+RUNTIME_KINDS = frozenset({"cuda_runtime", "cuda_driver"})
+SYNC_OPS = frozenset({"aten::_local_scalar_dense", "aten::item"})
+STEP_PREFIX = "ProfilerStep#"
+
+
+@dataclass(frozen=True)
+class HostEvents:
+    """The host events with their class, as arrays (one entry per event)."""
+
+    name: np.ndarray  # object
+    cls: np.ndarray  # object: one of REGION_CLASSES + LEAF_CLASSES
+    start: np.ndarray  # int64
+    end: np.ndarray
+
+    def where(self, classes: tuple[str, ...]) -> np.ndarray:
+        return np.isin(self.cls, classes)
+
+
+def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
+    """Classify the events of process ``pid`` (see the module docstring); empty if None."""
+    if pid is None or cpu.empty:
+        z = np.empty(0, np.int64)
+        return HostEvents(np.empty(0, object), np.empty(0, object), z, z)
+    df = cpu[cpu["pid"] == pid]
+    kind = df["kind"].to_numpy(dtype=object)
+    name = df["name"].to_numpy(dtype=object)
+    cls = np.full(len(df), "", object)
+    names, inverse = np.unique(name.astype(str), return_inverse=True)
+    is_dl = np.array(["DataLoader" in n for n in names], bool)[inverse]
+    is_opt = np.array([n.startswith("Optimizer.") for n in names], bool)[inverse]
+    is_step = np.array([n.startswith(STEP_PREFIX) for n in names], bool)[inverse]
+    is_sync_name = np.array(["Synchronize" in n for n in names], bool)[inverse]
+    is_sync_op = np.array([n in SYNC_OPS for n in names], bool)[inverse]
+    ann = kind == "user_annotation"
+    rt = np.isin(kind, list(RUNTIME_KINDS))
+    op = kind == "cpu_op"
+    cls[ann & ~is_step] = "region"
+    cls[(ann | op) & is_opt & ~is_step] = "optimizer"
+    cls[(ann | op) & is_dl & ~is_step] = "dataloader"
+    leaf = (rt | op | (kind == "cuda_sync")) & (cls == "")
+    cls[leaf & op & ~is_step] = "cpu_op"
+    cls[leaf & rt] = "runtime"
+    cls[leaf & ((rt & is_sync_name) | (op & is_sync_op) | (kind == "cuda_sync"))] = "sync"
+    keep = cls != ""
+    return HostEvents(
+        name=name[keep],
+        cls=cls[keep],
+        start=df["start"].to_numpy(dtype=np.int64)[keep],
+        end=df["end"].to_numpy(dtype=np.int64)[keep],
+    )
+
+
+def innermost(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """For each elementary segment ``[bounds[i], bounds[i+1])``: the index of the innermost
+    event (into ``starts``/``ends``) covering it, or -1.
+
+    ``bounds`` must be sorted and hold every start and end that falls inside its range.
+    Events are painted outermost first, so a later (inner) one overwrites; the cost is the
+    number of segments each event covers, i.e. about the nesting depth times the segments.
+    """
+    owner = np.full(max(len(bounds) - 1, 0), -1, np.int64)
+    if owner.size == 0 or starts.size == 0:
+        return owner
+    a = np.searchsorted(bounds, starts, side="left")
+    b = np.searchsorted(bounds, ends, side="left")
+    order = np.lexsort((-ends, starts))  # by start, then the longer first
+    for i, lo, hi in zip(order.tolist(), a[order].tolist(), b[order].tolist(), strict=True):
+        if hi > lo:
+            owner[lo:hi] = i
+    return owner
+
+
+def segments(*points: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Sorted distinct boundaries of all ``points`` inside ``[lo, hi]``, with lo and hi."""
+    allp = np.concatenate([np.asarray(p, np.int64).ravel() for p in points] + [[lo, hi]])
+    allp = allp[(allp >= lo) & (allp <= hi)]
+    return np.unique(allp)
