@@ -181,7 +181,7 @@ def _calls(events: list[_Event]) -> list[Call]:
     start, st0 = us_to_ns([e.ts for e in timed])
     dur, st1 = us_to_ns([e.dur for e in timed])
     out = []
-    for i, (p, k) in enumerate(chosen):
+    for i, (p, _kernel) in enumerate(chosen):
         if st0[i] != 0 or st1[i] == 2:
             continue
         a = p.args or _Args()

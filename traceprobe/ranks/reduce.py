@@ -45,9 +45,8 @@ def reduce_ranks(summaries: Sequence[RankSummary]) -> dict[str, Any]:
     ranks, rank_note = _rank_ids(ss)
     keyed = [_keys(s) for s in ss]
     coll, mismatched = _match(keyed)
-    clock = align(
-        [s.header.host for s in ss], ranks, [[(i, c.end_ns) for i, c in parts] for parts in coll.values()]
-    )
+    ends = [[(i, c.end_ns) for i, c in parts] for parts in coll.values()]
+    clock = align([s.header.host for s in ss], ranks, ends)
     colls = [_collective(k, parts, ranks, clock) for k, parts in coll.items()]
     per_rank = _per_rank(len(ss), coll, colls, clock.mode != "none")
     table = [_row(s, ranks[i], per_rank[i]) for i, s in enumerate(ss)]
