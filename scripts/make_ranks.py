@@ -56,13 +56,15 @@ def _is_timing(events: list[dict]):  # type: ignore[no-untyped-def]
     return lambda e: e.get("cat") == "user_annotation" and bool(_BACKEND.match(e.get("name", "")))
 
 
-def _repeat(doc: dict, k: int) -> dict:
-    """K copies of the events end to end, step numbers, ids and correlations renumbered."""
-    evs = doc["traceEvents"]
-    timed = [e for e in evs if "ts" in e]
+def _span(doc: dict) -> float:
+    timed = [e for e in doc["traceEvents"] if "ts" in e]
     lo = min(float(e["ts"]) for e in timed)
-    hi = max(float(e["ts"]) + float(e.get("dur", 0)) for e in timed)
-    period = hi - lo + 100.0
+    return max(float(e["ts"]) + float(e.get("dur", 0)) for e in timed) - lo
+
+
+def _repeat(doc: dict, k: int, period: float) -> dict:
+    """K copies of the events ``period`` µs apart; step numbers, ids, correlations renumbered."""
+    evs = doc["traceEvents"]
     names = (re.match(r"ProfilerStep#(\d+)$", str(e.get("name", ""))) for e in evs)
     steps = [int(m.group(1)) for m in names if m]
     nsteps = (max(steps) - min(steps) + 1) if steps else 0
@@ -93,7 +95,9 @@ def make(sources: list[Path], n: int, out: Path, *, straggler: int | None = None
          ranks_per_host: int = 8, clock_shift_us: float = 5e6, seq: bool = False,
          seed: int = 0) -> dict:
     rng = random.Random(seed)
-    templates = [_repeat(_load(p), repeat) for p in sources]
+    docs = [_load(p) for p in sources]
+    period = max(_span(d) for d in docs) + 100.0  # one period for all: copies stay aligned
+    templates = [_repeat(d, repeat, period) for d in docs]
     timing = []  # per template: its collectives' timing events, in start order
     for t in templates:
         is_t = _is_timing(t["traceEvents"])
