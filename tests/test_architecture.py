@@ -25,6 +25,8 @@ LAYERS = [
     {"load"},
     {"metrics"},
     {"report"},
+    {"ranks"},  # per-rank summaries and the cross-rank reduce (reads load and report)
+    {"engines"},  # where summarise(file) runs: local processes or a Dask cluster
     {"render", "expect", "compare", "annotate", "tensorboard", "verify", "hta_bridge"},
     {"cli"},
 ]

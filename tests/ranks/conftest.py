@@ -44,9 +44,9 @@ def job16(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
 
 
 @pytest.fixture(scope="session")
-def job64(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """64 GPU ranks on 8 hosts, two copies of the trace each, rank 41 late by 1.5 ms."""
-    return make_job(tmp_path_factory.mktemp("job64"), n=64, straggler=41, delay_us=1500.0,
+def job32(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """32 GPU ranks on 4 hosts, two copies of the trace each, rank 21 late by 1.5 ms."""
+    return make_job(tmp_path_factory.mktemp("job32"), n=32, straggler=21, delay_us=1500.0,
                     jitter_us=20.0, repeat=2, ranks_per_host=8, seed=2)
 
 
@@ -59,10 +59,10 @@ def local16(job16: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def local64(job64: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
+def local32(job32: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
     from traceprobe.engines.job import analyze_ranks
 
-    return analyze_ranks(traces(job64[0]), jobs=2)
+    return analyze_ranks(traces(job32[0]), jobs=2)
 
 
 def canonical_json(doc: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Generated 16- and 64-rank jobs through the local engine: the straggler, the clocks and
+"""Generated 16- and 32-rank jobs through the local engine: the straggler, the clocks and
 the collectives' bandwidth against the generator's truth and the raw events."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from traceprobe.render import render
 
 
 @pytest.fixture(scope="module")
-def reports(local16: dict[str, Any], local64: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    return {16: local16, 64: local64}
+def reports(local16: dict[str, Any], local32: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {16: local16, 32: local32}
 
 
-@pytest.mark.parametrize("n", [16, 64])
+@pytest.mark.parametrize("n", [16, 32])
 def test_injected_straggler_found_with_its_delay(
-    n: int, reports: dict, job16: tuple, job64: tuple
+    n: int, reports: dict, job16: tuple, job32: tuple
 ) -> None:
-    truth = (job16 if n == 16 else job64)[1]
+    truth = (job16 if n == 16 else job32)[1]
     r = reports[n]["ranks"]
     top = r["stragglers"]["by_rank"][0]
     assert top["rank"] == truth["straggler"]
@@ -33,11 +33,11 @@ def test_injected_straggler_found_with_its_delay(
     assert {s["rank"] for s in r["stragglers"]["by_step"]} == {truth["straggler"]}
 
 
-@pytest.mark.parametrize("n", [16, 64])
+@pytest.mark.parametrize("n", [16, 32])
 def test_clocks_aligned_to_the_generators_offsets(
-    n: int, reports: dict, job16: tuple, job64: tuple
+    n: int, reports: dict, job16: tuple, job32: tuple
 ) -> None:
-    truth = (job16 if n == 16 else job64)[1]
+    truth = (job16 if n == 16 else job32)[1]
     clock = reports[n]["ranks"]["clock"]
     assert clock["mode"] == "aligned"  # several hosts
     host_off = truth["host_offsets_us"]
@@ -58,11 +58,11 @@ def _raw_collectives(files: list[str]) -> list[list[dict[str, Any]]]:
     return out
 
 
-@pytest.mark.parametrize("n", [16, 64])
+@pytest.mark.parametrize("n", [16, 32])
 def test_bus_bandwidth_equals_a_computation_from_the_raw_events(
-    n: int, reports: dict, job16: tuple, job64: tuple
+    n: int, reports: dict, job16: tuple, job32: tuple
 ) -> None:
-    job = (job16 if n == 16 else job64)[0]
+    job = (job16 if n == 16 else job32)[0]
     raw = _raw_collectives(traces(job))
     got = sorted(reports[n]["ranks"]["collectives"], key=lambda c: (c["step"], c["index"]))
     assert len(got) == len(raw[0])
@@ -92,10 +92,10 @@ def test_seq_numbers_give_the_same_collectives_as_order(tmp_path: Path) -> None:
 
 def test_text_report_does_not_grow_with_the_ranks(reports: dict) -> None:
     small = render(reports[16], "text").splitlines()
-    big = render(reports[64], "text").splitlines()
+    big = render(reports[32], "text").splitlines()
     assert len(big) < 100 and len(small) < 100
-    assert any("the 10 ranks with the longest median step of 64" in line for line in big)
-    md = render(reports[64], "markdown")
+    assert any("the 10 ranks with the longest median step of 32" in line for line in big)
+    md = render(reports[32], "markdown")
     assert "Stragglers" in md and md.count("\n") < 150
 
 
