@@ -129,3 +129,23 @@ def test_seq_numbers_match_across_steps(tmp_path: Path) -> None:
     assert r["matching"] == "seq"
     assert [c["seq"] for c in r["collectives"]] == [0, 1]
     assert r["collectives"][0]["late_us"] == pytest.approx(285)
+
+
+@pytest.mark.parametrize("piece", [5, 333, 4096, 1 << 20])
+def test_scanner_finds_every_collective_event_across_chunk_cuts(piece: int) -> None:
+    """The streaming pre-filter against the standard json module, cut anywhere."""
+    from conftest import CPU_DDP, GPU_DDP
+    from traceprobe.ranks import comms
+
+    for job in (GPU_DDP, CPU_DDP):
+        for f in sorted(job.glob("*.pt.trace.json.gz")):
+            text = gzip.open(f).read()
+            doc = json.loads(text)
+            want = [
+                (e["name"], e["ts"]) for e in doc["traceEvents"]
+                if e.get("name") == "record_param_comms" or "Collective name" in e.get("args", {})
+                or e.get("name", "").startswith(("nccl:", "gloo:"))
+            ]
+            events, host = comms.scan(text[i:i + piece] for i in range(0, len(text), piece))
+            assert [(e.name, float(bytes(e.ts))) for e in events] == want
+            assert host == doc.get("host_name")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import CPU_DDP, GPU_DDP, REPO, traces
 
 pytest.importorskip("distributed")

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CPU_DDP, GPU_DDP, traces
 
+from conftest import CPU_DDP, GPU_DDP, traces
 from traceprobe.engines.job import analyze_ranks
 from traceprobe.render import render
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,24 +102,20 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | None = None
 
 
-class _Doc(msgspec.Struct, gc=False):
-    traceEvents: list[_Event] = []
-    distributedInfo: Any = None
-    host_name: Any = None
-    baseTimeNanoseconds: Any = None
-
-
-_DECODER = msgspec.json.Decoder(_Doc | list[_Event])
+_EVENT = msgspec.json.Decoder(_Event)
+# text that only a collective's event holds: a pre-filter, so that only those are decoded
+_HIT = re.compile(rb'"(?:record_param_comms|Collective name|(?:nccl|gloo|rccl):[a-z_]+)"')
+_EVENT_START = re.compile(rb'\{\s{0,40}"ph"\s{0,8}:')  # at most CARRY bytes long
+_HOST = re.compile(rb'"host_name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_TOKENS = re.compile(rb'[{}"\\]')
+CARRY = 64  # text kept between chunks when no event starts in it (a '{"ph":' cut in two)
 
 
 @dataclass(frozen=True)
 class Header:
-    """What a trace says about where it ran: rank, world size, host and clock base."""
+    """What a trace says about where it ran (rank etc. come from the loader's metadata)."""
 
-    rank: int | None
-    world_size: int | None
     host: str | None
-    base_time_ns: int | None
 
 
 @dataclass(frozen=True)
@@ -136,24 +133,85 @@ class Call:
 
 
 def read_calls(path: str | os.PathLike[str]) -> tuple[list[Call], Header]:
-    """The collective calls of one trace file, in start order, and its header."""
-    try:
-        doc = _DECODER.decode(b"".join(read_chunks(path)))
-    except msgspec.DecodeError:  # the loader reads what it can; no calls from a broken file
-        return [], Header(None, None, None, None)
-    if isinstance(doc, list):
-        doc = _Doc(traceEvents=doc)
-    return _calls(doc.traceEvents), _header(doc)
+    """The collective calls of one trace file, in start order, and its host name.
+
+    Streams the (decompressed) text: only events holding a collective's markers
+    (``record_param_comms``, ``Collective name``, ``nccl:``/``gloo:`` names) are cut out
+    and decoded, so memory stays at about one chunk whatever the file's size. An event is
+    found from its marker back to the ``{"ph":`` that opens it (kineto writes ``ph``
+    first); events written otherwise are not seen.
+    """
+    events, host = scan(read_chunks(path))
+    return _calls(events), Header(host)
 
 
-def _header(doc: _Doc) -> Header:
-    info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
-    return Header(
-        _int(info.get("rank")),
-        _int(info.get("world_size")),
-        str(doc.host_name) if isinstance(doc.host_name, str) else None,
-        _int(doc.baseTimeNanoseconds),
-    )
+def scan(chunks: Iterable[bytes]) -> tuple[list[_Event], str | None]:
+    """The collective events in ``chunks`` of JSON text, and the first ``host_name``."""
+    events: list[_Event] = []
+    host: bytes | None = None
+    buf = b""
+    for chunk in chunks:
+        buf = buf + chunk if buf else chunk
+        if host is None and (m := _HOST.search(buf)):
+            host = m.group(1)
+        buf = buf[_take(buf, events):]
+    _take(buf, events)
+    name = None
+    if host is not None:
+        try:
+            name = msgspec.json.decode(b'"' + host + b'"')
+        except msgspec.DecodeError:
+            name = None
+    return events, name if isinstance(name, str) else None
+
+
+def _take(buf: bytes, events: list[_Event]) -> int:
+    """Decode the complete collective events of ``buf`` into ``events``; returns where the
+    text to keep for the next chunk begins (an event left incomplete, or a short tail)."""
+    done = 0
+    for m in _HIT.finditer(buf):
+        if m.start() < done:
+            continue  # a second marker inside an event already taken
+        starts = [s.start() for s in _EVENT_START.finditer(buf, max(done, m.start() - 65536),
+                                                            m.start())]
+        if not starts:
+            continue
+        s = starts[-1]
+        e = _end(buf, s)
+        if e is None:
+            return s
+        try:
+            events.append(_EVENT.decode(buf[s:e]))
+        except msgspec.DecodeError:
+            pass  # not an event after all (a marker inside some other value)
+        done = e
+    opens = [m.start() for m in _EVENT_START.finditer(buf, done)]
+    # the last event begun is the one still open: later markers are inside it
+    return max(done, opens[-1]) if opens else max(done, len(buf) - CARRY)
+
+
+def _end(buf: bytes, start: int) -> int | None:
+    """Offset just past the JSON object opening at ``start``; None if ``buf`` ends first."""
+    depth, in_str, escaped = 0, False, False
+    for t in _TOKENS.finditer(buf, start):
+        c = t.group()
+        if in_str:
+            if escaped:
+                escaped = False
+            elif c == b"\\":
+                escaped = True
+            elif c == b'"':
+                in_str = False
+            continue
+        if c == b'"':
+            in_str = True
+        elif c == b"{":
+            depth += 1
+        elif c == b"}":
+            depth -= 1
+            if depth == 0:
+                return t.end()
+    return None
 
 
 def _calls(events: list[_Event]) -> list[Call]:

@@ -46,7 +46,7 @@ def reduce_ranks(summaries: Sequence[RankSummary]) -> dict[str, Any]:
     keyed = [_keys(s) for s in ss]
     coll, mismatched = _match(keyed)
     ends = [[(i, c.end_ns) for i, c in parts] for parts in coll.values()]
-    clock = align([s.header.host for s in ss], ranks, ends)
+    clock = align([s.host for s in ss], ranks, ends)
     colls = [_collective(k, parts, ranks, clock) for k, parts in coll.items()]
     per_rank = _per_rank(len(ss), coll, colls, clock.mode != "none")
     table = [_row(s, ranks[i], per_rank[i]) for i, s in enumerate(ss)]
@@ -81,7 +81,7 @@ def reduce_ranks(summaries: Sequence[RankSummary]) -> dict[str, Any]:
 
 
 def _rank_ids(ss: list[RankSummary]) -> tuple[list[int], str]:
-    hs = [s.header.rank for s in ss]
+    hs = [s.rank for s in ss]
     if all(h is not None for h in hs) and len(set(hs)) == len(hs):
         return [int(h) for h in hs if h is not None], "ranks from each trace's distributedInfo"
     return list(range(len(ss))), "ranks numbered by file order (the traces name no distinct ranks)"
@@ -196,7 +196,7 @@ def _row(s: RankSummary, rank: int, w: dict[str, Any]) -> dict[str, Any]:
     return {
         "rank": rank,
         "trace": s.trace,
-        "host": s.header.host,
+        "host": s.host,
         "steps": len(durs),
         "step_median_us": statistics.median(durs) / 1000 if durs else None,
         "step_max_us": durs[-1] / 1000 if durs else None,

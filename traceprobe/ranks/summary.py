@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traceprobe.errors import TraceError, TraceprobeError
-from traceprobe.ranks.comms import Call, Header, read_calls
+from traceprobe.ranks.comms import Call, read_calls
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,9 @@ class RankSummary:
     """One trace, reduced to what the rank table, stragglers and collectives read."""
 
     trace: str
-    header: Header
+    rank: int | None  # distributedInfo.rank
+    world_size: int | None
+    host: str | None  # kineto's top-level host_name
     span_ns: int
     devices: int  # GPUs with activity
     busy_ns: int | None  # summed over the rank's GPUs (None: no GPU)
@@ -60,6 +62,7 @@ def summarise(path: str | os.PathLike[str]) -> RankSummary | Failure:
     except TraceprobeError as e:
         return Failure(str(path), e.message, "")
     calls, header = read_calls(path)
+    meta = tl.meta
     has_gpu = bool(rep.devices)
     comm = rep.overlap.comm_compute
     st = tl.steps.sort_values("start", kind="stable")
@@ -70,7 +73,9 @@ def summarise(path: str | os.PathLike[str]) -> RankSummary | Failure:
     )
     return RankSummary(
         trace=str(path),
-        header=header,
+        rank=meta.rank,
+        world_size=meta.world_size,
+        host=header.host,
         span_ns=int(rep.span_ns),
         devices=len(rep.devices),
         busy_ns=sum(int(d.busy_ns) for d in rep.devices) if has_gpu else None,
