@@ -104,11 +104,10 @@ class _Event(msgspec.Struct, gc=False):
 
 _EVENT = msgspec.json.Decoder(_Event)
 # text that only a collective's event holds: a pre-filter, so that only those are decoded
-_HIT = re.compile(rb'"(?:record_param_comms|Collective name|(?:nccl|gloo|rccl):[a-z_]+)"')
-_EVENT_START = re.compile(rb'\{\s{0,40}"ph"\s{0,8}:')  # at most CARRY bytes long
+_MARKERS = (b'"record_param_comms"', b'"Collective name"', b'"nccl:', b'"gloo:', b'"rccl:')
 _HOST = re.compile(rb'"host_name"\s*:\s*"((?:[^"\\]|\\.)*)"')
-_TOKENS = re.compile(rb'[{}"\\]')
-CARRY = 64  # text kept between chunks when no event starts in it (a '{"ph":' cut in two)
+MAX_EVENT = 1 << 22  # an event longer than this is not one (the marker sits in something else)
+CARRY = 64  # text kept between chunks when no event starts in it (a '{ "ph"' cut in two)
 
 
 @dataclass(frozen=True)
@@ -169,49 +168,66 @@ def _take(buf: bytes, events: list[_Event]) -> int:
     """Decode the complete collective events of ``buf`` into ``events``; returns where the
     text to keep for the next chunk begins (an event left incomplete, or a short tail)."""
     done = 0
-    for m in _HIT.finditer(buf):
-        if m.start() < done:
+    for hit in _hits(buf):
+        if hit < done:
             continue  # a second marker inside an event already taken
-        starts = [s.start() for s in _EVENT_START.finditer(buf, max(done, m.start() - 65536),
-                                                            m.start())]
-        if not starts:
+        s = _open_before(buf, done, hit)
+        if s is None:
             continue
-        s = starts[-1]
-        e = _end(buf, s)
-        if e is None:
-            return s
-        try:
-            events.append(_EVENT.decode(buf[s:e]))
-        except msgspec.DecodeError:
-            pass  # not an event after all (a marker inside some other value)
+        found = _decode_from(buf, s, hit)
+        if found is None:
+            return s  # the event goes on in the next chunk
+        event, e = found
+        if event is not None:
+            events.append(event)
         done = e
-    opens = [m.start() for m in _EVENT_START.finditer(buf, done)]
-    # the last event begun is the one still open: later markers are inside it
-    return max(done, opens[-1]) if opens else max(done, len(buf) - CARRY)
+    last = _open_before(buf, done, len(buf))  # the event still open holds later markers
+    return last if last is not None else max(done, len(buf) - CARRY)
 
 
-def _end(buf: bytes, start: int) -> int | None:
-    """Offset just past the JSON object opening at ``start``; None if ``buf`` ends first."""
-    depth, in_str, escaped = 0, False, False
-    for t in _TOKENS.finditer(buf, start):
-        c = t.group()
-        if in_str:
-            if escaped:
-                escaped = False
-            elif c == b"\\":
-                escaped = True
-            elif c == b'"':
-                in_str = False
+def _open_before(buf: bytes, lo: int, hi: int) -> int | None:
+    """Offset of the ``{`` of the last ``{ "ph"`` that begins in ``buf[lo:hi]``."""
+    while True:
+        i = buf.rfind(b'"ph"', lo, hi)
+        if i < 0:
+            return None
+        j = i - 1
+        while j >= lo and buf[j] in b" \t\r\n":
+            j -= 1
+        if j >= lo and buf[j] == 0x7B:  # "{"
+            return j
+        hi = i
+
+
+def _hits(buf: bytes) -> list[int]:
+    """Offsets of the markers in ``buf`` (bytes.find: memchr-fast, unlike a regex)."""
+    out = []
+    for marker in _MARKERS:
+        i = buf.find(marker)
+        while i >= 0:
+            out.append(i)
+            i = buf.find(marker, i + 1)
+    return sorted(out)
+
+
+def _decode_from(buf: bytes, start: int, hit: int) -> tuple[_Event | None, int] | None:
+    """The event whose ``{`` is at ``start``: (event, offset past it); (None, offset past
+    the marker) when no object around the marker decodes as an event; None when ``buf``
+    ends first. Tries each ``}`` after the marker as the event's end: a ``}`` too early
+    leaves the text unclosed (a decode error), so the first that decodes is the end."""
+    end = hit
+    while True:
+        end = buf.find(b"}", end + 1)
+        if end < 0:
+            return None
+        try:
+            return _EVENT.decode(buf[start : end + 1]), end + 1
+        except msgspec.ValidationError:
+            return None, end + 1  # valid JSON but not an event: skip it
+        except msgspec.DecodeError:
+            if end - start > MAX_EVENT:
+                return None, hit + 1
             continue
-        if c == b'"':
-            in_str = True
-        elif c == b"{":
-            depth += 1
-        elif c == b"}":
-            depth -= 1
-            if depth == 0:
-                return t.end()
-    return None
 
 
 def _calls(events: list[_Event]) -> list[Call]:
