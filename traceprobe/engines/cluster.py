@@ -2,8 +2,10 @@
 
 A new ``distributed.LocalCluster`` (``address=None``: ``workers`` single-threaded worker
 processes on 127.0.0.1, no dashboard, closed with the engine) or an existing cluster at
-``address``. Tasks are submitted with ``pure=False`` and gathered as they complete; each
-result is taken and its future released at once, so the client holds summaries only.
+``address``. Files go in batches (about 8 per worker thread, at most ``MAX_BATCH`` files
+each), so that a thousand small traces do not pay the scheduler's per-task cost a thousand
+times; tasks are submitted with ``pure=False`` and gathered as they complete; each result is
+taken and its future released at once, so the client holds summaries only.
 A worker that dies is retried by Dask (its ``allowed-failures``, 3 by default); a task
 that still fails (``KilledWorker``, or an error that is not a trace's) becomes a
 :class:`~traceprobe.ranks.summary.Failure` naming the file, as the local engine reports
@@ -33,6 +35,14 @@ def _require() -> Any:
             "pip install 'traceprobe[dask]'"
         ) from None
     return distributed
+
+
+MAX_BATCH = 16
+
+
+def run_batch(fn: Callable[[str], Any], items: list[str]) -> list[Any]:
+    """One Dask task: ``fn`` over a few files, in order."""
+    return [fn(x) for x in items]
 
 
 class DaskEngine:
@@ -69,25 +79,34 @@ class DaskEngine:
 
         bar = progress_bar(len(items)) if progress else None
         results: list[Any] = [None] * len(items)
+        size = max(1, min(MAX_BATCH, len(items) // (8 * self._threads())))
+        batches = [list(range(i, min(i + size, len(items)))) for i in range(0, len(items), size)]
         try:
-            futures = self.client.map(fn, list(items), pure=False)
-            index = {f.key: i for i, f in enumerate(futures)}
+            futures = [self.client.submit(run_batch, fn, [str(items[i]) for i in b], pure=False)
+                       for b in batches]
+            index = {f.key: b for f, b in zip(futures, batches, strict=True)}
             done = as_completed(futures)
             del futures  # as_completed holds the pending ones, and lets each go once yielded
             for fut in done:
-                i = index[fut.key]
+                batch = index.pop(fut.key)
                 try:
-                    results[i] = fut.result()
+                    for i, r in zip(batch, fut.result(), strict=True):
+                        results[i] = r
                 except Exception as e:  # a dead worker (KilledWorker) or an unexpected error
-                    results[i] = Failure(str(items[i]), f"the Dask task failed ({e!r})",
-                                         "see the Dask workers' logs")
+                    for i in batch:
+                        results[i] = Failure(str(items[i]), f"the Dask task failed ({e!r})",
+                                             "see the Dask workers' logs")
                 fut.release()
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(len(batch))
             return results
         finally:
             if bar is not None:
                 bar.close()
+
+    def _threads(self) -> int:
+        workers = self.client.scheduler_info().get("workers", {})
+        return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
 
     def close(self) -> None:
         self.client.close()
