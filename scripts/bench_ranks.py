@@ -169,7 +169,7 @@ def estimate(per_rank: dict[int, tuple[float, float]], over: list[tuple[int, flo
     big_mb, big_s, slope = one
     fixed = c1 - slope * mb1
     c500 = fixed + slope * 500
-    dask_fixed = max(s for _, _, s in over)
+    dask_fixed = max(0.0, max(s for _, _, s in over))  # a negative overhead is noise: add 0
     out = [
         "**Worked estimate (an extrapolation, not a measurement):** 16,384 ranks × 500 MB of "
         "raw JSON each (8.2 TB).",
@@ -180,8 +180,8 @@ def estimate(per_rank: dict[int, tuple[float, float]], over: list[tuple[int, flo
         f"500 MB: {c500:.1f} core-s per rank. (The one-trace table above: 0.0077 s per raw MB "
         "for `analyze` alone, marginal.)",
         f"- Total: 16,384 × {c500:.1f} = {16384 * c500 / 3600:,.0f} core-hours.",
-        f"- Dask's own cost, measured: {dask_fixed:+.1f} s per job here (cluster start-up and "
-        "scheduling), small beside the work at this scale.",
+        f"- Dask's own cost, as measured above (difference of wall times, 0 if negative): "
+        f"{dask_fixed:.1f} s per job, added once to each estimate below.",
         "- Memory per worker: one trace at a time, about 0.9 MB per raw MB (the 1 GB section "
         "above) → about 0.5 GB per worker process for 500 MB traces; give each worker ≥ 1 GB.",
         "",
