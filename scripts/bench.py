@@ -2,6 +2,8 @@
 
     python scripts/bench.py TRACE [--runs 5] [--write-docs docs/BENCHMARKS.md]
     python scripts/bench.py TRACE --scale 1,2,5,10,24 [--runs 3] [--gzip | --no-gzip]
+    python scripts/bench.py TEMPLATES_DIR --ranks 1024 [--sizes 1,4] [--runs 1]
+                                            (many ranks: local vs Dask, scripts/bench_ranks.py)
 
 Every measured thing runs as its own whole process (interpreter start and imports
 included, as a user pays them), one at a time, the rows taking turns round by round
@@ -742,7 +744,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", action="store_true",
                     help="measure generated 10,000-stream and 10,000-step traces (no TRACE)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--ranks", type=int, default=None, metavar="N",
+                    help="many-rank mode: an N-rank job made from the traces in TRACE (a "
+                    "folder), local processes vs a Dask LocalCluster (scripts/bench_ranks.py)")
+    ap.add_argument("--sizes", default="1,4", metavar="K,K",
+                    help="--ranks: size multipliers of the generated traces (default 1,4)")
     a = ap.parse_args(argv)
+    if a.ranks:
+        import bench_ranks
+
+        if "--runs" not in (argv if argv is not None else sys.argv):
+            a.runs = 1  # a 1,024-rank run takes minutes
+        if a.write_docs:
+            _markers(a.write_docs, bench_ranks.MARKER)
+        return bench_ranks.main(a, machine_lines(), write_docs)
 
     if a.child:
         _child(a.child, str(a.trace))

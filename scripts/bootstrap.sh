@@ -27,7 +27,7 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt
     if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
         "$VENV/bin/python" -m pip install -q "torch==2.13.0" || "$VENV/bin/python" -m pip install -q torch
     fi
-    "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,test,dev]"
+    "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,dask,test,dev]"
     # bytecode for traceprobe's own modules (an editable install leaves them uncompiled)
     "$VENV/bin/python" -m compileall -q traceprobe >/dev/null || true
     touch "$stamp"

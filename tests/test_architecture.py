@@ -26,6 +26,8 @@ LAYERS = [
     {"load"},
     {"metrics", "graph"},
     {"report"},
+    {"ranks"},  # per-rank summaries and the cross-rank reduce (reads load and report)
+    {"engines"},  # where summarise(file) runs: local processes or a Dask cluster
     {"render", "expect", "comparison", "annotate", "tensorboard", "verify", "hta_bridge"},
     {"cli"},
 ]

@@ -433,7 +433,8 @@ def test_page_carries_events_and_critical_path() -> None:
     gpu, cpu = unpack(trace["events"])
     assert len(gpu) == len(tl.gpu) and len(cpu) == len(tl.cpu)
     assert trace["critical"] == [[20, 30, "gpu", "gemm"]]
-    html = render_html([report_for(tl)], [tl])
+    bare = {**report_for(tl), "critical_path": None}  # a report without a critical path
+    html = render_html([bare], [tl])
     assert "DataLoader</span>" in html and "runtime call</span>" in html  # legend
     assert payloads(html)[0]["traces"][0]["critical"] is None
 

@@ -26,10 +26,10 @@ def test_each_shape_has_its_own_documented_name(reports) -> None:
     one, several = reports
     assert one["schema"] == "traceprobe.report/1" and "trace" in one and "traces" not in one
     assert several["schema"] == "traceprobe.reports/1" and list(several) == [
-        "schema", "traces", "cross_trace"]
+        "schema", "traces", "cross_trace", "runs"]
     assert [t["schema"] for t in several["traces"]] == ["traceprobe.report/1"] * 2
     assert render([reports[0], reports[0]], "json").count('"traceprobe.reports/1"') == 1
-    for name in ("traceprobe.report/1", "traceprobe.reports/1"):
+    for name in ("traceprobe.report/1", "traceprobe.reports/1", "traceprobe.ranks/1"):
         assert f"`{name}`" in DOC
 
 

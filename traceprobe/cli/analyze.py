@@ -18,6 +18,7 @@ from traceprobe.cli.notices import notices
 from traceprobe.errors import TraceError
 from traceprobe.render import formats
 
+RANKS_AUTO = 16  # more trace files than this: the many-rank summary (as with --ranks)
 _SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html"}
 
 
@@ -74,6 +75,17 @@ class StepParam(click.ParamType):
               help="Also run HolisticTraceAnalysis on each trace (pip install "
               "'traceprobe[hta]') and add its per-rank breakdowns to the report as \"hta\" "
               "(JSON only; other formats leave them out).")
+@click.option("--ranks", "ranks_mode", is_flag=True,
+              help="Summarise the traces as the ranks of one job: rank table, stragglers, "
+              f"collectives (automatic above {RANKS_AUTO} traces).")
+@click.option("--cluster", type=click.Choice(["local"]), default=None,
+              help="Summarise the ranks on a new Dask LocalCluster of --jobs workers "
+              "(pip install 'traceprobe[dask]'); implies --ranks.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Summarise the ranks on the Dask cluster at ADDRESS, e.g. "
+              "tcp://host:8786 (also taken from DASK_SCHEDULER_ADDRESS); implies --ranks.")
+@click.option("--rank", "rank", type=click.IntRange(min=0), default=None, metavar="R",
+              help="With the many-rank summary, also show rank R in full; implies --ranks.")
 def analyze(
     paths: tuple[str, ...],
     fmt: str | None,
@@ -89,6 +101,10 @@ def analyze(
     strict: bool,
     skip_bad: bool,
     hta: bool,
+    ranks_mode: bool = False,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    rank: int | None = None,
 ) -> None:
     """Measure overlap in PyTorch Profiler (Kineto) traces.
 
@@ -137,6 +153,13 @@ def analyze(
     if csv_dir is not None:
         for name in FILES:
             output.check_not_input(csv_dir / name, files)
+    if ranks_mode or cluster or scheduler or rank is not None or len(files) > RANKS_AUTO:
+        _analyze_ranks(files, fmt, output_path, force=force, csv_dir=csv_dir, jobs=jobs,
+                       cluster=cluster, scheduler=scheduler, rank=rank, top=top,
+                       refused={"--step": step is not None, "--device": bool(devices),
+                                "--plot": plot_path is not None, "--tensorboard": tb,
+                                "--hta": hta})
+        return
     if plot_path is not None:
         from traceprobe.render.plot import plot_targets
 
@@ -212,6 +235,40 @@ def _check_tensorboard(files: list[Path], *, force: bool) -> None:
         groups.setdefault(Path(f).parent, []).append(f)
     for run_dir, traces in groups.items():
         tensorboard.check_targets(run_dir, traces, force=force)
+
+
+def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool,
+                   csv_dir: Path | None, jobs: int | None, cluster: str | None,
+                   scheduler: str | None, rank: int | None, top: int | None,
+                   refused: dict[str, bool]) -> None:
+    """The many-rank summary (traceprobe.engines.job): per-rank summaries on an engine."""
+    from traceprobe.errors import UsageError
+
+    bad = [name for name, given in refused.items() if given]
+    if bad:
+        raise UsageError(f"{', '.join(bad)} cannot be used with the many-rank summary "
+                         "(--ranks, --cluster, --scheduler, --rank, or more than "
+                         f"{RANKS_AUTO} traces); analyse one rank's file for them")
+    if csv_dir is not None:
+        from traceprobe.render.ranks import CSV_FILES, write_ranks_csv
+
+        output.check_directory(csv_dir, list(CSV_FILES), force=force)
+    from traceprobe.engines.job import analyze_ranks
+
+    data = analyze_ranks(files, cluster=cluster, scheduler=scheduler, jobs=jobs, rank=rank,
+                         progress=sys.stderr.isatty())
+    if fmt == "html":
+        from traceprobe.render.html import render_html
+
+        text = render_html(data, None, top=top)
+    else:
+        from traceprobe.render import render
+
+        text = render(data, fmt, top=top, color=fmt == "text" and output.is_stdout(output_path)
+                      and _color_terminal())
+    output.write_text(output_path, text, force=force)
+    if csv_dir is not None:
+        write_ranks_csv(data, csv_dir, force=force)
 
 
 def _write_tensorboard(files: list[Path], timelines: list, *, force: bool) -> None:

@@ -24,6 +24,7 @@ from importlib import resources
 from typing import Any
 
 from traceprobe.render import as_dict
+from traceprobe.render import ranks as rk
 from traceprobe.render import tables as tb
 from traceprobe.render.events import event_detail
 from traceprobe.render.lanes import COLORS, LEGEND, lanes_for_report
@@ -48,6 +49,8 @@ def render_html(
     multi: Mapping[str, Any] | None = None
     if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
         one = as_dict(reports)
+        if rk.is_ranks(one):
+            return _page(title, _ranks_body(one, title, top))
         if tb.is_multi(one):
             multi = one
             items = [as_dict(t) for t in one.get("traces") or []]
@@ -129,6 +132,23 @@ def _section(i: int, r: Mapping[str, Any], picture: str, *, top: int, label: str
     out += [_table(t) for t in doc.tables]
     out.append("</section>")
     return "\n".join(out)
+
+
+def _ranks_body(report: Mapping[str, Any], title: str, top: int) -> str:
+    """Many ranks: the summary's tables, then ``--rank R``'s report (no picture)."""
+    doc = rk.ranks_document(report, top=top)
+    body = [f"<h1>{_e(title)}</h1>",
+            f'<section class="tp-trace" id="ranks"><h2>{_e(doc.trace)}</h2>']
+    body.append('<p class="tp-facts">' + "".join(f"<span>{_e(f)}</span>" for f in doc.facts)
+                + "</p>")
+    if doc.headlines:
+        body += ['<ul class="tp-headlines">', *(f"<li>{_e(h)}</li>" for h in doc.headlines),
+                 "</ul>"]
+    body += [_table(t) for t in doc.tables]
+    body.append("</section>")
+    if report.get("rank_report"):
+        body.append(_section(0, report["rank_report"], None, top=top, label="[--rank]"))
+    return "\n".join(body)
 
 
 def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline]], *, multi: bool) -> str:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from traceprobe.render import ranks as rk
 from traceprobe.render import tables as tb
 
 NAME_WIDTH = 100
@@ -21,6 +22,12 @@ _SPECIAL = re.compile(r"([\\`*_<>\[\]|#])")
 def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = False) -> str:
     del color  # Markdown has none
     top = 10 if top is None else top
+    if rk.is_ranks(report):  # many ranks: the summary, and --rank R's report in full
+        parts = [_document(rk.ranks_document(report, top=top), level=2)]
+        if report.get("rank_report"):
+            doc = tb.trace_document(report["rank_report"], top=top, label="[--rank]")
+            parts.append(_document(doc, level=2))
+        return "\n".join(parts)
     if not tb.is_multi(report):
         return _document(tb.trace_document(report, top=top), level=2)
     traces = list(report.get("traces") or [])

@@ -120,10 +120,21 @@ def runs_table(multi: Mapping[str, Any]) -> Table | None:
     return Table("Runs", ("folder", "traces", "what"), "lll", rows, notes)
 
 
-def cross_trace_table(multi: Mapping[str, Any]) -> Table | None:
+PAIRS_SHOWN = 20  # cross-trace pairs a human-readable report lists (JSON: all of them)
+
+
+def cross_trace_table(multi: Mapping[str, Any], *, limit: int | None = PAIRS_SHOWN
+                      ) -> Table | None:
+    """The pairs table; of more than ``limit`` pairs only those that overlapped most
+    (64 ranks x 8 GPUs make 129,024 pairs), with a note saying how many were left out."""
     ct = multi.get("cross_trace")
     rows_in = cross_trace_rows(multi)
     notes = []
+    if limit is not None and len(rows_in) > limit:
+        total = len(rows_in)
+        rows_in = sorted(rows_in, key=lambda p: -(p.get("overlap_us") or 0))[:limit]
+        notes.append(f"the {limit} of {total:,} pairs that overlapped longest; "
+                     "--format json lists every pair")
     if isinstance(ct, Mapping):
         for s in ct.get("skipped") or []:
             pair = " and ".join(f"[{i}]" for i in s.get("traces") or [])

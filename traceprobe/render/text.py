@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from traceprobe.render import ranks as rk
 from traceprobe.render import tables as tb
 
 NAME_WIDTH = 60  # kernel and op names are cut to this many characters
@@ -20,6 +21,12 @@ _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = False) -> str:
     top = 10 if top is None else top
     st = _Style(color)
+    if rk.is_ranks(report):  # many ranks: the summary, and --rank R's report in full
+        parts = [_document(rk.ranks_document(report, top=top), st)]
+        if report.get("rank_report"):
+            doc = tb.trace_document(report["rank_report"], top=top, label="[--rank]")
+            parts.append(_document(doc, st, rule=True))
+        return "\n".join(parts)
     if not tb.is_multi(report):
         return _document(tb.trace_document(report, top=top), st)
     traces = list(report.get("traces") or [])

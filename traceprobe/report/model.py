@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the model imports no pandas
     import pandas as pd
+
     from traceprobe.metrics.copies import CopyRate
     from traceprobe.metrics.devices import DeviceBusy, StreamBusy
     from traceprobe.metrics.host import Host
