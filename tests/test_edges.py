@@ -1,0 +1,100 @@
+"""Windows that only touch: half-open ``[start, end)`` at step and trace boundaries.
+
+Two bugs planted by a reviewer survived the whole suite (issue 16); each check below protects
+one of them, and a companion test plants the bug again (a one-token change to the real
+function's source, applied with monkeypatch) and shows the check fails on it:
+
+- a step that only touches the analysed window's edge counted as inside it
+  (``counts.steps`` 2 instead of 1), and with it events that end where the window starts;
+- two traces whose windows only touch (``[0,10)`` and ``[10,20)``) listed as an
+  overlapping pair by ``cross_trace`` instead of skipped.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import traceprobe.report.build as build
+import traceprobe.timeline as timeline_mod
+from frames import kernel, op, timeline
+from traceprobe.metrics import overlap as overlap_mod
+from traceprobe.report import analyze, analyze_many, check
+
+
+def _two_touching_steps():
+    """Step 1 is [0,3000), step 2 [3000,7000); one kernel ends at 3000, one starts there."""
+    return timeline(
+        gpu=[kernel(1000, 3000, "a"), kernel(3000, 3400, "b"), kernel(6000, 6100, "c")],
+        cpu=[op(0, 7000, "aten::linear")],
+        steps=[(1, 0, 3000), (2, 3000, 7000)],
+    )
+
+
+def check_touching_steps_are_outside(analyze_: Callable[..., Any]) -> None:
+    """Each step's report holds its own step only, and no event that merely touches it."""
+    tl = _two_touching_steps()
+    one, two = analyze_(tl, step=1), analyze_(tl, step=2)
+    # hand count: step 1 holds kernel a [1000,3000) only; step 2 holds b [3000,3400), c
+    assert (one.counts.steps, two.counts.steps) == (1, 1), "a touching step counted as inside"
+    assert (one.counts.kernels, two.counts.kernels) == (1, 2), "a touching kernel counted"
+    assert (one.device(0).busy_ns, two.device(0).busy_ns) == (2000, 400 + 100)
+    per_step = analyze_(tl, step="all").steps
+    assert [s.counts.steps for s in per_step] == [1, 1]
+    assert [s.counts.kernels for s in per_step] == [1, 2]
+    for r in (one, two, *per_step):
+        check(r)
+
+
+def check_touching_traces_are_skipped(analyze_many_: Callable[..., Any]) -> None:
+    """Windows [0,10) and [10,20) share no instant: skipped, not a 0 ns pair."""
+    t0 = timeline(gpu=[kernel(0, 10)], source="r0.json")
+    t1 = timeline(gpu=[kernel(10, 20, device=1)], source="r1.json")
+    m = analyze_many_([t0, t1])
+    assert [(r.window.start_ns, r.window.end_ns) for r in m.reports] == [(0, 10), (10, 20)]
+    assert m.cross_trace.pairs == (), "touching trace windows listed as an overlapping pair"
+    assert [s.traces for s in m.cross_trace.skipped] == [(0, 1)]
+    # one nanosecond of shared window makes them a pair (with no busy overlap yet)
+    t1b = timeline(gpu=[kernel(9, 20, device=1)], source="r1.json")
+    m2 = analyze_many_([t0, t1b])
+    assert [(p.a.trace, p.b.trace, p.overlap_ns) for p in m2.cross_trace.pairs] == [(0, 1, 1)]
+    assert m2.cross_trace.skipped == ()
+
+
+def test_a_step_touching_the_window_edge_is_not_inside_it() -> None:
+    check_touching_steps_are_outside(analyze)
+
+
+def test_traces_whose_windows_only_touch_are_skipped_by_cross_trace() -> None:
+    check_touching_traces_are_skipped(analyze_many)
+
+
+def _planted(module: ModuleType, name: str, old: str, new: str) -> Callable[..., Any]:
+    """``module.name`` rebuilt from its source with ``old`` replaced by ``new`` (one bug)."""
+    src = textwrap.dedent(inspect.getsource(getattr(module, name)))
+    assert src.count(old) == 1, f"{module.__name__}.{name} changed: update the planted bug {old!r}"
+    space: dict[str, Any] = {}
+    exec(compile(src.replace(old, new), f"<planted {name}>", "exec"), vars(module).copy(), space)
+    return space[name]  # type: ignore[no-any-return]
+
+
+def test_the_step_check_fails_when_touching_steps_count_as_inside(monkeypatch) -> None:
+    # the surviving mutant of issue 16: keep rows with start <= hi and end >= lo
+    bad = _planted(timeline_mod, "_clip_frame", "(s < hi) & (e > lo)", "(s <= hi) & (e >= lo)")
+    monkeypatch.setattr(timeline_mod, "_clip_frame", bad)
+    with pytest.raises(AssertionError, match="touching"):
+        check_touching_steps_are_outside(analyze)
+
+
+def test_the_cross_trace_check_fails_when_touching_windows_pair(monkeypatch) -> None:
+    # the surviving mutant of issue 16: windows that share only an edge count as intersecting
+    old = "max(lo_i, lo_j) >= min(hi_i, hi_j)"
+    bad = _planted(overlap_mod, "cross_trace", old, old.replace(">=", ">"))
+    monkeypatch.setattr(build, "cross_trace", bad)
+    with pytest.raises(AssertionError, match="touching trace windows"):
+        check_touching_traces_are_skipped(analyze_many)
