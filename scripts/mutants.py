@@ -24,8 +24,8 @@ How it works (no third-party tool; ``ast`` and ``pytest`` only):
    pytest and hypothesis, so a mutant costs the tests, not the imports. The Hypothesis
    profile is ``mutants`` (tests/conftest.py): derandomized, so every run draws the same
    examples.
-4. A mutant is *killed* when the tests fail (or error, or run past the time limit: three
-   times the clean run plus 10 s), *survived* when they pass. The score is killed / all.
+4. A mutant is *killed* when the tests fail (or error, or run past the time limit: four
+   times the clean run plus 30 s), *survived* when they pass. The score is killed / all.
    Surviving mutants are listed with file, line, the change and the original line: each
    is either a missing test or an equivalent mutant (a change no input can observe).
 
@@ -271,7 +271,7 @@ def run(
             if verdict != "pass":
                 raise SystemExit(f"{module}: its tests fail before any mutation ({verdict})")
             clean[module] = secs
-            limit = 3 * secs + 10
+            limit = 4 * secs + 30
             found = sites(original)
             lines = original.splitlines()
             log(f"{module}: {len(found)} mutants, clean run {secs:.1f}s")
