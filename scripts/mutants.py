@@ -72,6 +72,8 @@ TARGETS: dict[str, list[str]] = {
     "traceprobe/metrics/host.py": _METRICS,
     "traceprobe/metrics/top.py": _METRICS,
     "traceprobe/load/timestamps.py": [
+        "tests/test_edges.py::test_timestamps_at_the_int64_nanosecond_edges",
+        "tests/test_edges.py::test_absent_and_junk_timestamps_are_zero_ns_with_their_status",
         "tests/test_loader.py::test_unusual_numbers_convert_exactly",
         "tests/test_loader.py::test_us_to_ns_reports_absent_and_junk",
         "tests/test_loader.py::test_us_to_ns_is_exact_for_kineto_style_values",

@@ -98,3 +98,41 @@ def test_the_cross_trace_check_fails_when_touching_windows_pair(monkeypatch) -> 
     monkeypatch.setattr(build, "cross_trace", bad)
     with pytest.raises(AssertionError, match="touching trace windows"):
         check_touching_traces_are_skipped(analyze_many)
+
+
+# -- the int64 edges of timestamp conversion (survivors of scripts/mutants.py) ----------------
+
+
+def test_timestamps_at_the_int64_nanosecond_edges() -> None:
+    from traceprobe.load.read import us_to_ns
+
+    top, bottom = 2**63 - 1, -(2**63) + 1  # the ns range traceprobe accepts
+    texts = [
+        b"9223372036854775.807",  # the largest: exact
+        b"9223372036854775.808",  # one ns beyond: not a number traceprobe can hold
+        b"9223372036854775.999",
+        b"9223372036854774.999",  # the largest whole µs the fast path takes, and more digits
+        b"9223372036854774.9995",  # rounds up to ...775.000 µs
+        b"-9223372036854775.807",
+        b"-9223372036854775.808",  # -2**63 ns: outside (the range is symmetric)
+    ]
+    ns, status = us_to_ns(texts)
+    assert list(zip(ns.tolist(), status.tolist(), strict=True)) == [
+        (top, 0),
+        (0, 2),
+        (0, 2),
+        (9223372036854774999, 0),
+        (9223372036854775000, 0),
+        (bottom, 0),
+        (0, 2),
+    ]
+
+
+def test_absent_and_junk_timestamps_are_zero_ns_with_their_status() -> None:
+    from traceprobe.load.read import us_to_ns
+
+    texts = [b"", b"null", b" null ", b'"x"', b'"12', b'12"', b"1.2.3", b"nan", b'"7.5"', b"7"]
+    ns, status = us_to_ns(texts)
+    # 1 = absent, 2 = not a number (a quote must open and close it), 0 = converted
+    assert status.tolist() == [1, 1, 1, 2, 2, 2, 2, 2, 0, 0]
+    assert ns.tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 7_500, 7_000]
