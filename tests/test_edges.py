@@ -136,3 +136,30 @@ def test_absent_and_junk_timestamps_are_zero_ns_with_their_status() -> None:
     # 1 = absent, 2 = not a number (a quote must open and close it), 0 = converted
     assert status.tolist() == [1, 1, 1, 2, 2, 2, 2, 2, 0, 0]
     assert ns.tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 7_500, 7_000]
+
+
+# -- launches onto an idle stream: the first kernel's own stream, strictly earlier starts -------
+
+
+def test_idle_stream_is_judged_on_the_first_kernels_own_stream() -> None:
+    from frames import runtime
+
+    # GIVEN one launch (correlation 1 at t=2) whose kernels ran on GPU 1 at 5 (the first) and
+    # on GPU 0 at 30, where GPU 0 stream 7 was busy [10, 50) before it; a second launch
+    # (correlation 2 at t=60) whose kernel starts at 70 on a stream where a copy also starts
+    # at 70 (same instant: not ahead of it)
+    tl = timeline(
+        gpu=[
+            kernel(10, 50, "long"),
+            kernel(30, 35, "k1", correlation=1),
+            kernel(5, 8, "k1", device=1, correlation=1),
+            kernel(70, 75, "k2", stream=9, correlation=2),
+            {"kind": "memcpy", "name": "Memcpy HtoD", "start": 70, "end": 72, "stream": 9,
+             "copy_kind": "HtoD", "src_kind": "Pinned", "dst_kind": "Device", "bytes": 8},
+        ],
+        cpu=[runtime(2, 3, correlation=1), runtime(60, 61, correlation=2)],
+    )
+    lat = analyze(tl).host.launch_latency
+    # THEN both are launches onto an idle stream: 5 - 2 = 3 and 70 - 60 = 10 (FIGURES.md)
+    assert (lat.count, lat.unqueued_count, lat.unqueued_max_ns) == (2, 2, 10)
+    assert lat.unqueued_p50_ns == 6.5
