@@ -163,3 +163,39 @@ def test_idle_stream_is_judged_on_the_first_kernels_own_stream() -> None:
     # THEN both are launches onto an idle stream: 5 - 2 = 3 and 70 - 60 = 10 (FIGURES.md)
     assert (lat.count, lat.unqueued_count, lat.unqueued_max_ns) == (2, 2, 10)
     assert lat.unqueued_p50_ns == 6.5
+
+
+# -- boundaries of the host figures (survivors of scripts/mutants.py on metrics/host.py) -------
+
+
+def test_launch_latency_counts_correlation_zero_and_a_zero_delay() -> None:
+    from frames import runtime
+
+    # GIVEN correlation id 0 (a valid id: -1 means none) launched at 4, its kernel at 4 (0 ns
+    # later), and correlation 3 launched at 10, its kernel at 16
+    tl = timeline(
+        gpu=[kernel(4, 6, correlation=0), kernel(16, 18, correlation=3)],
+        cpu=[runtime(4, 5, correlation=0), runtime(10, 11, correlation=3)],
+    )
+    lat = analyze(tl).host.launch_latency
+    # THEN both count: latencies 0 and 6
+    assert (lat.count, lat.mean_ns, lat.max_ns) == (2, 3.0, 6)
+
+
+def test_a_launch_is_queued_behind_the_latest_ending_earlier_activity() -> None:
+    from frames import runtime
+
+    # GIVEN stream 7 busy [0,10) then [12,20); a launch at 15 whose kernel starts at 25
+    tl = timeline(
+        gpu=[kernel(0, 10), kernel(12, 20), kernel(25, 30, correlation=1)],
+        cpu=[runtime(15, 16, correlation=1)],
+    )
+    lat = analyze(tl).host.launch_latency
+    # THEN it was queued: [12,20) had not ended at 15 (though [0,10) had)
+    assert (lat.count, lat.unqueued_count) == (1, 0)
+
+
+def test_a_one_nanosecond_gap_between_kernels_is_a_gap() -> None:
+    tl = timeline(gpu=[kernel(0, 5), kernel(6, 10), kernel(10, 12)])
+    [g] = analyze(tl).host.kernel_gaps
+    assert (g.gaps, g.max_ns, g.mean_ns) == (1, 1, 0.5)
