@@ -44,5 +44,10 @@ bench: setup
 bench-scale: setup
 	$(BIN)/python scripts/bench.py $(BENCH_TRACE) --scale $(BENCH_SCALE) --runs 3 --write-docs docs/BENCHMARKS.md
 
+# mutation testing (docs/TESTING.md): tens of minutes on one core, not part of `make test`
+.PHONY: mutants
+mutants: setup
+	$(BIN)/python scripts/mutants.py --write-docs docs/TESTING.md
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

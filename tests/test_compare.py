@@ -299,13 +299,32 @@ def test_sample_trace_against_itself_and_its_first_step(trace: Path | None) -> N
 
     tl = traceprobe.load(trace)
     whole = traceprobe.analyze(tl).to_dict()
+    # GIVEN the same report on both sides THEN nothing changed and every row is equal
     same = compare(whole, whole)
     assert same["changes"] == []
     assert same["speedup"]["span"] == 1.0
     for f in same["figures"]:
         assert f["a"] == f["b"]
-    for row in same["figures"]:
-        if row["key"].endswith(".busy_us") and row["key"].startswith("devices["):
-            d = int(row["key"][len("devices["):].split("]")[0])
-            assert row["a"] == next(x["busy_us"] for x in whole["devices"] if x["device"] == d)
     json.dumps(same, allow_nan=False)
+    # GIVEN the whole trace (A) against its first ProfilerStep (B)
+    if tl.steps.empty:
+        pytest.skip(f"{trace.name} has no ProfilerStep window")
+    first = int(tl.steps.sort_values("start")["step"].iloc[0])
+    step = traceprobe.analyze(tl, step=first).to_dict()
+    assert step["window"]["step"] == first
+    result = compare(whole, step)
+    json.dumps(result, allow_nan=False)
+    # THEN each side's rows are that side's own report figures
+    assert result["a"]["window"] == whole["window"] and result["b"]["window"] == step["window"]
+    assert result["speedup"]["span"] == pytest.approx(whole["span_us"] / step["span_us"])
+    rows = {f["key"]: f for f in result["figures"]}
+    assert (rows["span_us"]["a"], rows["span_us"]["b"]) == (whole["span_us"], step["span_us"])
+    for d in whole["devices"]:
+        row = rows[f"devices[{d['device']}].busy_us"]
+        [in_step] = [x for x in step["devices"] if x["device"] == d["device"]]
+        assert (row["a"], row["b"]) == (d["busy_us"], in_step["busy_us"])
+        assert row["b"] <= row["a"]  # a step is part of the whole trace
+        assert row["delta"] == pytest.approx(row["b"] - row["a"])
+    # AND a step shorter than the whole trace is a reported change of span
+    if step["span_us"] < whole["span_us"] * 0.99:
+        assert "span_us" in [c["key"] for c in result["changes"]]

@@ -13,12 +13,20 @@ microseconds (hta/common/trace_parser.py, round_down_time_stamps), less than 1 �
 So K loses under 2 µs (first start, last end), and the union loses under 2 µs per event (an
 event can lose no more than its own shrink, and gaps open only where events shrink): with n
 GPU events, G - 2 < K <= G, U - 2n < C + NC <= U, and so -2 < I - (G - U) < 2n.
+
+Those bounds are loose (2n is 200 µs on a 100-event trace), so the tests also apply HTA's
+rounding themselves: ``_hta_rounded`` reads the trace's JSON, parses ``ts``/``dur`` as float64
+as HTA does, rounds each start up and each end down, and sums a plain sorted-interval union.
+HTA's four figures must equal those exactly; what is left between them and traceprobe's is
+the rounding and nothing else.
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,6 +59,34 @@ def _report(path: Path) -> dict[str, Any]:
     return report
 
 
+def _union_us(intervals: list[tuple[int, int]]) -> int:
+    total, cur = 0, None
+    for a, b in sorted(x for x in intervals if x[1] > x[0]):
+        if cur is None or a > cur[1]:
+            total += 0 if cur is None else cur[1] - cur[0]
+            cur = [a, b]
+        else:
+            cur[1] = max(cur[1], b)
+    return total + (0 if cur is None else cur[1] - cur[0])
+
+
+def _hta_rounded(trace_dir: Path) -> dict[str, float]:
+    """K, I, C, NC from the raw JSON with HTA's rounding (see the module docstring)."""
+    [path] = trace_dir.glob("*.pt.trace.json.gz")
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    gpu, compute = [], []
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            ts = float(e["ts"])
+            iv = (math.ceil(ts), math.floor(ts + float(e.get("dur", 0))))
+            gpu.append(iv)
+            if e["cat"] == "kernel" and "nccl" not in e["name"].lower():
+                compute.append(iv)
+    k = max(b for _, b in gpu) - min(a for a, _ in gpu)
+    idle, c = k - _union_us(gpu), _union_us(compute)
+    return {"kernel": k, "idle": idle, "compute": c, "non_compute": k - idle - c}
+
+
 @pytest.fixture
 def hta_version() -> str:
     return str(pytest.importorskip("hta").__version__)
@@ -77,6 +113,11 @@ def test_temporal_breakdown_is_traceprobes_whole_rank_figures_to_the_rounding(
     assert g - 2 < k <= g
     assert u - 2 * n < c + nc <= u
     assert -2 < i - (g - u) < 2 * n
+    # AND exactly what HTA's rounding of this trace's events gives, to float precision
+    want = _hta_rounded(trace_dir)
+    assert (k, i, c, nc) == pytest.approx(
+        (want["kernel"], want["idle"], want["compute"], want["non_compute"]), abs=1e-6
+    )
 
 
 def test_two_devices_are_one_rank_and_copies_are_not_compute(hta_version: str) -> None:
@@ -101,6 +142,10 @@ def test_two_devices_are_one_rank_and_copies_are_not_compute(hta_version: str) -
     copy_only = dev["busy_us"] - dev["kernel_us"]
     assert abs(row["non_compute_time(us)"] - copy_only) < 2 * n
     assert row["non_compute_time(us)"] > 0
+    # with HTA's rounding applied to the same events, compute and copy-only time match exactly
+    want = _hta_rounded(SIDE_COPY)
+    assert row["compute_time(us)"] == pytest.approx(want["compute"], abs=1e-6)
+    assert row["non_compute_time(us)"] == pytest.approx(want["non_compute"], abs=1e-6)
 
 
 def test_without_hta_installed_a_one_line_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hyp import examples
 from traceprobe import intervals as iv
 from traceprobe.intervals import EMPTY, Spans
 
@@ -473,7 +474,7 @@ def test_coverage_levels_nest_and_end_at_max_depth(raw: list[tuple[int, int]]) -
     assert sum(iv.coverage(s, e, k).length for k in range(1, d + 1)) == total
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(raw_intervals(), raw_intervals(), st.integers(-BIG, BIG))
 def test_translation_invariance_at_epoch_scale(
     raw_a: list[tuple[int, int]], raw_b: list[tuple[int, int]], shift: int

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hyp import examples
 from tracebuild import TraceBuilder
 from traceprobe.errors import TraceError
 from traceprobe.load import pipeline as kineto
@@ -436,7 +437,7 @@ def expected_ns(text: str) -> tuple[int, int]:
     return (v, 0) if -(2**63) < v < 2**63 else (0, 2)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(decimal_text(), min_size=1, max_size=40))
 def test_us_to_ns_matches_decimal(texts):
     # GIVEN random decimal strings WHEN converted in one batch THEN each equals Decimal's answer
@@ -444,7 +445,7 @@ def test_us_to_ns_matches_decimal(texts):
     assert list(zip(ns.tolist(), status.tolist(), strict=True)) == [expected_ns(t) for t in texts]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, (2**63 - 1) // 1000 - 1), st.integers(0, 999)),

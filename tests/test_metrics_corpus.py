@@ -24,8 +24,10 @@ CORPUS = Path(__file__).parents[2] / "shared" / "corpus" / "hta"
 REPO = Path(__file__).parents[1]
 # Third-party traces (where ../shared/corpus exists) and our own, recorded on 1 and 2 H200s:
 # the committed samples and the 98 MB single-GPU training trace of the benchmark.
+# tests/data holds a small hand-built trace with pageable copies both ways (its script beside it)
 OWN = sorted((REPO / "sample_traces").rglob("*.pt.trace.json.gz")) + sorted(
-    (REPO / "bench").glob("*.pt.trace.json.gz"))
+    (REPO / "bench").glob("*.pt.trace.json.gz")) + sorted(
+    (REPO / "tests" / "data").glob("*.pt.trace.json.gz"))
 TRACES = (sorted(CORPUS.glob("*.json.gz")) if CORPUS.is_dir() else []) + OWN
 pytestmark = [pytest.mark.slow]
 
@@ -198,6 +200,28 @@ def loaded():
 
 
 IDS = [str(p.relative_to(p.parents[2]))[:60] for p in TRACES]
+
+
+def test_the_third_party_corpus_is_checked_where_present() -> None:
+    """Says so (a skip line) when ../shared/corpus/hta is absent: only our own traces ran."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"third-party corpus not found at {CORPUS}: checked our {len(OWN)} own "
+                    "traces only")
+    assert [p for p in TRACES if CORPUS in p.parents], f"no *.json.gz traces in {CORPUS}"
+
+
+def test_own_traces_hold_pageable_copies_both_ways() -> None:
+    """Without the corpus, pageable sources and destinations are still checked above."""
+    seen = set()
+    for path in OWN:
+        if path.parent.name == "data" or "copy" in path.parts:
+            for name in {g["name"] for g in read_raw(path)[0] if g["kind"] == "memcpy"}:
+                m = COPY_NAME.search(name)
+                if m and m.group(3) == "Pageable":
+                    seen.add("source")
+                if m and m.group(4) == "Pageable":
+                    seen.add("destination")
+    assert seen == {"source", "destination"}
 
 
 @pytest.mark.parametrize("path", TRACES, ids=IDS)

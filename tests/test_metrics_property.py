@@ -3,6 +3,13 @@
 The reference below reads the timeline's rows as Python tuples and works with sets
 of integer ticks (time t is busy when some interval has start <= t < end); it
 shares nothing with traceprobe's interval code. Report.check() runs on every report.
+
+What it covers (docs/FIGURES.md "What the random-timeline test covers" says the same):
+every figure of ``Report`` (whole trace, ``step="all"`` and a device subset), including
+launch latency onto an idle stream (``unqueued_*``) and copies into or out of pageable
+memory, and ``cross_trace`` of two or three traces (windows apart, touching or
+overlapping). Steps are drawn apart or touching (one ends where the next starts).
+Not covered here: headlines (text), the hta block, the loader (JSON to rows).
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from frames import timeline
-from traceprobe.report import analyze, check
+from hyp import examples
+from traceprobe.report import analyze, analyze_many, check
 
 COPY_KINDS = ["HtoD", "DtoH", "DtoD", "PtoP", "HtoH"]
 RUNTIME = ["cuda_runtime", "cuda_sync", "cuda_driver"]
@@ -34,6 +42,7 @@ gpu_row = st.fixed_dictionaries(
         "bytes": st.sampled_from([-1, 0, 64, 100]),
         "copy_kind": st.sampled_from(COPY_KINDS + [""]),
         "src_kind": st.sampled_from(["Pageable", "Pinned", "Device"]),
+        "dst_kind": st.sampled_from(["Pageable", "Pinned", "Device"]),
         "comm": st.booleans(),
     }
 )
@@ -52,13 +61,15 @@ cpu_row = st.fixed_dictionaries(
 
 
 @st.composite
-def timelines(draw):
+def timeline_rows(draw):
+    """(gpu rows, cpu rows, steps) of one random timeline."""
     gpu = []
     for r in draw(st.lists(gpu_row, max_size=12)):
         row = {k: v for k, v in r.items() if k != "dur"}
         row["end"] = r["start"] + r["dur"]
         if r["kind"] != "memcpy":
-            row.update(copy_kind="", src_kind="", bytes=-1 if r["kind"] == "kernel" else r["bytes"])
+            row.update(copy_kind="", src_kind="", dst_kind="")
+            row["bytes"] = -1 if r["kind"] == "kernel" else r["bytes"]
         if r["kind"] != "kernel":
             row["comm"] = False
         gpu.append(row)
@@ -67,7 +78,16 @@ def timelines(draw):
         for r in draw(st.lists(cpu_row, max_size=10))
     ]
     cuts = sorted(draw(st.lists(st.integers(-5, 50), max_size=4, unique=True)))
-    steps = [(n + 1, cuts[2 * n], cuts[2 * n + 1]) for n in range(len(cuts) // 2)]
+    if draw(st.booleans()):  # touching: each step starts where the previous one ends
+        steps = [(n + 1, a, b) for n, (a, b) in enumerate(zip(cuts, cuts[1:], strict=False))]
+    else:
+        steps = [(n + 1, cuts[2 * n], cuts[2 * n + 1]) for n in range(len(cuts) // 2)]
+    return gpu, cpu, steps
+
+
+@st.composite
+def timelines(draw):
+    gpu, cpu, steps = draw(timeline_rows())
     return timeline(gpu=gpu, cpu=cpu, steps=steps)
 
 
@@ -263,9 +283,28 @@ def reference(
     for r in cpu:
         if r["kind"] in ("cuda_runtime", "cuda_driver") and r["correlation"] >= 0:
             launch.setdefault(r["correlation"], r["start"])
-    lats = [first_kernel[c] - launch[c] for c in first_kernel if c in launch]
-    lats = [x for x in lats if x >= 0]
-    latency = {"count": len(lats), "mean_ns": None, "p50_ns": None, "p95_ns": None, "max_ns": None}
+    matched = [c for c in first_kernel if c in launch and first_kernel[c] >= launch[c]]
+    lats = [first_kernel[c] - launch[c] for c in matched]
+    unqueued = []
+    for c in matched:  # onto an idle stream: all that started earlier on it had ended by then
+        k = min(
+            (r["start"], r["device"], r["stream"])
+            for r in of(gpu, "kernel")
+            if r["correlation"] == c
+        )
+        earlier = [r for r in srows[(k[1], k[2])] if r["start"] < k[0]]
+        if all(r["end"] <= launch[c] for r in earlier):
+            unqueued.append(first_kernel[c] - launch[c])
+    latency = {
+        "count": len(lats),
+        "mean_ns": None,
+        "p50_ns": None,
+        "p95_ns": None,
+        "max_ns": None,
+        "unqueued_count": len(unqueued),
+        "unqueued_p50_ns": median(unqueued) if unqueued else None,
+        "unqueued_max_ns": max(unqueued) if unqueued else None,
+    }
     if lats:
         latency.update(
             mean_ns=sum(lats) / len(lats),
@@ -549,7 +588,7 @@ def rows(frame) -> list[dict]:
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     timelines(),
     st.sampled_from([None, "all"]),
@@ -575,3 +614,63 @@ def test_every_figure_matches_the_slow_computation(tl, step, devices) -> None:
         for sub, srow in zip(r.steps, steps, strict=True):
             want = reference(gpu, cpu, steps, srow["start"], srow["end"], srow["step"], devs, pid)
             assert_same(tree(sub), want, f"$.steps[{srow['step']}]")
+
+
+@st.composite
+def several_traces(draw):
+    """Two or three timelines; each later one shifted apart from, onto the end of, or into the
+    previous one's window, so windows are disjoint, touching or overlapping."""
+    out = []
+    for _ in range(draw(st.integers(2, 3))):
+        gpu, cpu, steps = draw(timeline_rows())
+        spans = [(r["start"], r["end"]) for r in gpu + cpu]
+        if out and spans:
+            prev = out[-1]
+            plo, phi = prev.span if prev.span else (0, 0)
+            lo = min(a for a, _ in spans)
+            how = draw(st.sampled_from(["touch", "apart", "overlap", "as drawn"]))
+            shift = {
+                "touch": phi - lo,
+                "apart": phi - lo + 1,
+                "overlap": phi - lo - draw(st.integers(1, 10)),
+                "as drawn": 0,
+            }[how]
+            for r in gpu + cpu:
+                r["start"] += shift
+                r["end"] += shift
+            steps = [(n, a + shift, b + shift) for n, a, b in steps]
+        out.append(timeline(gpu=gpu, cpu=cpu, steps=steps, source=f"r{len(out)}.json"))
+    return out
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(several_traces())
+def test_cross_trace_matches_the_slow_computation(tls) -> None:
+    m = analyze_many(tls)
+    check(m)
+    windows, busy = [], []
+    for tl in tls:
+        gpu, cpu = rows(tl.gpu), rows(tl.cpu)
+        spans = [(x["start"], x["end"]) for x in gpu + cpu]
+        windows.append((min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0))
+        devs = sorted({g["device"] for g in gpu})
+        busy.append([(d, ticks([g for g in gpu if g["device"] == d])) for d in devs])
+    pairs, skipped = [], []
+    for i in range(len(tls)):
+        for j in range(i + 1, len(tls)):
+            (a0, a1), (b0, b1) = windows[i], windows[j]
+            if not set(range(a0, a1)) & set(range(b0, b1)):  # no shared instant
+                skipped.append((i, j))
+                continue
+            for da, ta in busy[i]:
+                for db, tb in busy[j]:
+                    both, either = len(ta & tb), len(ta | tb)
+                    pairs.append(((i, da), (j, db), both, either, frac(both, either)))
+    got = [
+        ((p.a.trace, p.a.device), (p.b.trace, p.b.device), p.overlap_ns, p.either_ns,
+         p.fraction_of_either)
+        for p in m.cross_trace.pairs
+    ]  # fmt: skip
+    assert got == pairs
+    assert [s.traces for s in m.cross_trace.skipped] == skipped
+    assert [(r.window.start_ns, r.window.end_ns) for r in m.reports] == windows

@@ -35,6 +35,7 @@ from traceprobe.intervals import (
     measure_within,
     spans,
 )
+from traceprobe.metrics import groups
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
 HOST_KINDS = (*RUNTIME_KINDS, "cpu_op")
@@ -260,25 +261,30 @@ def _waited(gpu: pd.DataFrame, corr: pd.Index, call: np.ndarray) -> np.ndarray:
 
 
 def _stream_drained_at(gpu: pd.DataFrame) -> pd.Series:
-    """For each kernel correlation: when everything before its first kernel on that stream ended.
+    """For each kernel correlation: when everything that started before its first kernel on
+    that kernel's stream had ended (the minimum int64 when nothing did).
 
-    Activities (kernels, copies, memsets) of a stream in start order; a kernel's value is the
-    latest end among those that started before it (the minimum int64 for the stream's first).
+    The first kernel is the earliest-starting one with that id (ties: lowest device, then
+    stream); "before" means a strictly earlier start, so an activity that starts at the same
+    instant does not queue it. Activities are kernels, copies and memsets.
     """
-    g = gpu.sort_values(["device", "stream", "start", "end"], kind="stable")
-    dev = g["device"].to_numpy(dtype=np.int64)
-    st = g["stream"].to_numpy(dtype=np.int64)
-    new_stream = np.ones(len(g), dtype=bool)
-    new_stream[1:] = (dev[1:] != dev[:-1]) | (st[1:] != st[:-1])
-    group = np.cumsum(new_stream)
-    latest = pd.Series(g["end"].to_numpy(dtype=np.int64)).groupby(group).cummax().to_numpy()
-    prev = np.empty(len(g), dtype=np.int64)
-    prev[1:] = latest[:-1]
-    prev[new_stream] = np.iinfo(np.int64).min
-    out = pd.Series(prev, index=g["correlation"].to_numpy())
-    is_kernel = (g["kind"] == "kernel").to_numpy() & (g["correlation"] >= 0).to_numpy()
-    out = out[is_kernel]
-    return out[~out.index.duplicated(keep="first")]
+    k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
+    if k.empty:
+        return pd.Series(dtype=np.int64)
+    first = k.sort_values(["start", "device", "stream"], kind="stable").drop_duplicates(
+        "correlation"
+    )
+    out = np.full(len(first), np.iinfo(np.int64).min, dtype=np.int64)
+    on_stream = groups(gpu, ["device", "stream"])
+    for key, rows in groups(first, ["device", "stream"]).items():
+        acts = gpu.iloc[on_stream[key]]
+        order = np.argsort(acts["start"].to_numpy(dtype=np.int64), kind="stable")
+        starts = acts["start"].to_numpy(dtype=np.int64)[order]
+        latest = np.maximum.accumulate(acts["end"].to_numpy(dtype=np.int64)[order])
+        n_before = np.searchsorted(starts, first["start"].to_numpy(dtype=np.int64)[rows], "left")
+        has = n_before > 0
+        out[rows[has]] = latest[n_before[has] - 1]
+    return pd.Series(out, index=first["correlation"].to_numpy())
 
 
 def kernel_gaps(
