@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("traceprobe.cli.compare", "compare", "Two traces side by side."),
     "check": ("traceprobe.cli.check", "check", "Fail when a trace misses expectations (CI)."),
     "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),
+    "profile": ("traceprobe.cli.profile", "profile", "Profile any training script, unmodified."),
 }
 
 
