@@ -74,11 +74,13 @@ def step_options(a: Args) -> Any:
 def run(a: Args, command: list[str], echo: Echo = print) -> int:
     """Profile the target the arguments name; return the exit status (see module doc)."""
     target = tgt.resolve(a.script, a.module, a.args)
+    name = a.name or target.stem
+    if not a.into and "RANK" not in os.environ:
+        _check_run_folder(a.out / name, a.force)  # before torch is imported: a refusal is quick
     from traceprobe.record import require_torch
 
     require_torch()
     opts = step_options(a)
-    name = a.name or target.stem
     if a.into:
         return _rank_into(Path(a.into), target, opts)
     if a.nproc_per_node is not None:

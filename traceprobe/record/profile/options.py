@@ -39,7 +39,7 @@ OPTIONS: list[Opt] = [
     Opt("step-on", str, None, "A step ends when a record_function range or Python function "
         "of this name ends (instead of at optimizer steps)."),
     Opt("window-ms", float, 1000.0, "Length of a time window when stepping by time."),
-    Opt("window-after", float, 10.0, "Seconds without an optimizer step before falling back "
+    Opt("window-after", float, 30.0, "Seconds without an optimizer step before falling back "
         "to time windows; 0: time windows from the start."),
     Opt("record-shapes", None, False, "Record operator input shapes."),
     Opt("profile-memory", None, False, "Record tensor allocations."),

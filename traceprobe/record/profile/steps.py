@@ -11,7 +11,9 @@ schedule and moves it on at *boundaries* that come from the unmodified script:
   per function call while the script runs, so prefer a ``record_function`` label);
 * time windows of ``--window-ms`` (``SIGALRM`` on the main thread, where Kineto must
   be driven): from the start with ``--window-after 0``, else as a fallback when no
-  optimizer has stepped ``--window-after`` seconds into the script.
+  optimizer has stepped ``--window-after`` seconds into the script. An optimizer
+  step that comes while those windows are still in the schedule's ``wait`` (nothing
+  recorded yet) undoes the fallback: the script was only slow to start.
 
 The first boundary starts the profiler, so ``ProfilerStep#0`` is the iteration after
 the first one (from the end of the first optimizer step to the end of the second):
@@ -46,7 +48,7 @@ class StepOptions:
     schedule: Schedule = field(default_factory=lambda: Schedule(3, 2, 3, 1))
     step_on: str | None = None
     window_ms: float = 1000.0
-    window_after_s: float = 10.0
+    window_after_s: float = 30.0
     record_shapes: bool = False
     profile_memory: bool = False
     with_stack: bool = False
@@ -102,16 +104,20 @@ class Stepper:
         if torch.cuda.is_available():
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         self.activities = [a.name for a in activities]
-        s = opts.schedule
-        self.prof = torch.profiler.profile(
-            activities=activities,
+        self._activities = activities
+        self.prof = self._profiler()
+
+    def _profiler(self) -> Any:
+        s, o = self.opts.schedule, self.opts
+        return torch.profiler.profile(
+            activities=self._activities,
             schedule=torch.profiler.schedule(
                 wait=s.wait, warmup=s.warmup, active=s.active, repeat=s.repeat
             ),
             on_trace_ready=self._ready,
-            record_shapes=opts.record_shapes,
-            profile_memory=opts.profile_memory,
-            with_stack=opts.with_stack,
+            record_shapes=o.record_shapes,
+            profile_memory=o.profile_memory,
+            with_stack=o.with_stack,
         )
 
     # -- wiring -------------------------------------------------------------------
@@ -128,6 +134,8 @@ class Stepper:
                 self._start_windows(self.opts.window_after_s)
 
     def _optimizer_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.fell_back and self.mode == WINDOWS and self._phase_now() == "wait":
+            self._back_to_optimizer()  # a slow start, not a script without optimizer
         if self.mode != OPTIMIZER:
             return
         if self._optimizer is None:
@@ -135,6 +143,15 @@ class Stepper:
             self._cancel_timer()  # an optimizer stepped: no fallback to windows
         if id(optimizer) == self._optimizer:
             self.boundary()
+
+    def _back_to_optimizer(self) -> None:
+        """Undo a fallback to windows that has recorded nothing yet (still in its wait)."""
+        self._cancel_timer()
+        with quiet_stderr(self.log):
+            self.prof.stop()  # in the wait phase: nothing was collected, nothing is written
+        self.prof = self._profiler()
+        self.mode, self.fell_back = OPTIMIZER, False
+        self.started_at, self.boundaries = None, []
 
     def _install_step_on(self, name: str) -> None:
         cls = torch.autograd.profiler.record_function
