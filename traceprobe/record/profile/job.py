@@ -95,7 +95,9 @@ class _NoTrace(Exception):
     pass
 
 
-def _single(a: Args, target: tgt.Target, opts: Any, name: str, command: list[str], echo: Echo) -> int:
+def _single(
+    a: Args, target: tgt.Target, opts: Any, name: str, command: list[str], echo: Echo
+) -> int:
     from traceprobe.record.profile.session import profile_process
 
     final = a.out / name

@@ -84,7 +84,8 @@ def profile_process(
 ) -> tuple[dict[str, Any], tgt.Ended]:
     """Profile ``target`` in this process into ``folder``; see the module doc."""
     written: list[str] = []
-    stepper = Stepper(opts, trace_writer(folder, worker, written), folder / f"{worker}.profiler.log")
+    log = folder / f"{worker}.profiler.log"
+    stepper = Stepper(opts, trace_writer(folder, worker, written), log)
     with _signals(stepper):
         stepper.install()
         t0 = time.perf_counter()

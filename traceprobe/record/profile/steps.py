@@ -54,6 +54,10 @@ class StepOptions:
     with_stack: bool = False
 
 
+def void(_: object) -> None:
+    """Drop a value (an undo action returns nothing)."""
+
+
 def phase_of(index: int, s: Schedule) -> str:
     """The schedule's phase of ProfilerStep ``index`` ("done" after the last cycle)."""
     cycle = s.wait + s.warmup + s.active
@@ -183,7 +187,7 @@ class Stepper:
         if previous not in (signal.SIG_DFL, signal.SIG_IGN, None):
             return  # the script's own alarm: leave it alone (no fallback)
         signal.signal(signal.SIGALRM, self._alarm)
-        self._undo.append(lambda: signal.signal(signal.SIGALRM, previous))
+        self._undo.append(lambda: void(signal.signal(signal.SIGALRM, previous)))
         self._arm(after_s if after_s > 0 else 1e-6)
 
     def _arm(self, seconds: float) -> None:
