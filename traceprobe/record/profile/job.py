@@ -325,7 +325,7 @@ def metadata(
         "timing": first["timing"],
         "overhead": {
             "step_overhead": first["timing"]["step_overhead"],
-            "definition": "mean recorded (active) step time / mean unprofiled step time, "
+            "definition": "median recorded (active) step time / median unprofiled step time, "
             "same run; whole-script figures in docs/PROFILE.md",
         },
         "traces": traces,

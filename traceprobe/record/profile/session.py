@@ -136,8 +136,8 @@ def result(
 def timing(stepper: Stepper, rows: list[dict[str, Any]], t0: float, t1: float) -> dict[str, Any]:
     """Wall times: the script, the profiler window, and steps in and out of it.
 
-    ``step_overhead`` compares the mean ProfilerStep time while recording (``active``)
-    with steps the profiler did not record: those after its last cycle (``done``), else
+    ``step_overhead`` compares the median ProfilerStep time while recording (``active``)
+    with that of steps the profiler did not record: those after its last cycle (``done``), else
     those it skipped (``wait``, but not #0, which pays for first-step effects).
     """
     start = stepper.started_at
@@ -147,8 +147,8 @@ def timing(stepper: Stepper, rows: list[dict[str, Any]], t0: float, t1: float) -
     plain = [r["wall_s"] for r in rows if r["phase"] == "done"] or [
         r["wall_s"] for r in rows if r["phase"] == "wait" and r["index"] > 0
     ]
-    mean_active = statistics.fmean(active) if active else None
-    mean_plain = statistics.fmean(plain) if plain else None
+    med_active = statistics.median(active) if active else None
+    med_plain = statistics.median(plain) if plain else None
     return {
         "script_wall_s": round(t1 - t0, 6),
         "profiler_window_s": round(window, 6),
@@ -156,8 +156,8 @@ def timing(stepper: Stepper, rows: list[dict[str, Any]], t0: float, t1: float) -
         "profiler_calls_s": round(stepper.transitions_s(), 6),
         "step_wall_s": [round(r["wall_s"], 6) for r in rows],
         "step_phase": [r["phase"] for r in rows],
-        "active_step_mean_s": mean_active,
-        "unprofiled_step_mean_s": mean_plain,
+        "active_step_median_s": med_active,
+        "unprofiled_step_median_s": med_plain,
         "unprofiled_from": "done" if any(r["phase"] == "done" for r in rows) else "wait",
-        "step_overhead": (mean_active / mean_plain) if mean_active and mean_plain else None,
+        "step_overhead": (med_active / med_plain) if med_active and med_plain else None,
     }
