@@ -185,6 +185,24 @@ def test_two_rank_traces_analyse_as_ranks_of_one_job(ddp):
     assert sorted(t["rank"] for t in json.loads(r.output)["traces"]) == [0, 1]
 
 
+def test_two_ranks_under_the_users_own_torchrun(tmp_path):
+    """GIVEN the documented form for one's own launcher: torchrun -m traceprobe.record.profile."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "traceprobe.record.profile", "-o", str(tmp_path), "--window-after", "300",
+           "--wait", "1", "--warmup", "1", "--active", "2", "--",
+           str(EXAMPLES / "ddp_train.py"), "--steps", "8"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    folder = tmp_path / "ddp_train"
+    files = traces(folder)
+    assert [f.name.split(".")[0].rsplit("_", 1)[1] for f in files] == ["0", "1"]
+    assert all(step_numbers(load(f)) == active_steps(1, 1, 2) for f in files)
+    m = meta.read(folder / meta.FILENAME)
+    assert [x["rank"] for x in m["ranks"]] == [0, 1] and m["world_size"] == 2
+    assert r.stdout.count("traceprobe: `python") == 1  # the last rank to finish sums up
+
+
 # -- faults ----------------------------------------------------------------------------------
 FAILING = """
 import torch
@@ -327,6 +345,35 @@ def test_step_on_a_record_function_name_in_process(tmp_path):
     assert torch.autograd.profiler.record_function.__exit__.__name__ == "__exit__"
 
 
+def test_a_late_first_optimizer_step_undoes_the_fallback_to_windows(tmp_path):
+    """GIVEN no optimizer step for --window-after (0.05 s): windows start, still in wait;
+    WHEN an optimizer then steps THEN steps are optimizer steps again, counted afresh."""
+    import torch
+
+    written: list[str] = []
+    from traceprobe.record.profile.session import trace_writer
+
+    opts = stp.StepOptions(schedule=Schedule(1, 1, 2, 1), window_ms=60_000, window_after_s=0.05)
+    s = stp.Stepper(opts, trace_writer(tmp_path, "w", written), tmp_path / "log")
+    s.install()
+    try:
+        t0 = time.time()
+        while not s.fell_back and time.time() - t0 < 60:  # a slow start: no step yet
+            sum(range(1000))
+        assert s.mode == stp.WINDOWS and len(s.boundaries) == 1
+        model = torch.nn.Linear(4, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(6):
+            opt.zero_grad()
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    finally:
+        s.finish()
+    assert s.mode == stp.OPTIMIZER and not s.fell_back
+    assert len(s.boundaries) == 6  # the first optimizer step started a fresh profiler
+    assert step_numbers(load(tmp_path / written[0])) == [2, 3]
+
+
 def test_phase_of_follows_the_schedule():
     s = Schedule(2, 1, 2, 2)
     phases = [stp.phase_of(i, s) for i in range(11)]
@@ -370,6 +417,21 @@ def test_import_failure_is_one_line_and_leaves_nothing(tmp_path):
         "import"
     ]
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("argv", "script", "module", "rest"),
+    [
+        (["--out", "x", "t.py", "--out", "y"], "t.py", None, ["--out", "y"]),  # the script's
+        (["--force", "--", "t.py", "-m", "q"], "t.py", None, ["-m", "q"]),
+        (["--active", "4", "-m", "pkg.train", "--force"], None, "pkg.train", ["--force"]),
+        (["--wait=2", "t.py"], "t.py", None, []),
+    ],
+)
+def test_options_end_where_pythons_would(argv, script, module, rest):
+    from traceprobe.record.profile.options import split
+
+    assert split(argv)[1:] == (script, module, rest)
 
 
 def test_exit_status_as_the_interpreter_computes_it():

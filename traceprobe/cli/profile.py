@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from traceprobe.errors import UsageError
 from traceprobe.record.profile import OPTIONS, Args
 from traceprobe.record.profile.options import command_line, split
 
@@ -29,13 +30,26 @@ def _options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-@click.command(
-    "profile",
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
-@click.option("-m", "module", metavar="MODULE", help="Run a module, as python -m MODULE.")
+class ProfileCommand(click.Command):
+    """Options end where ``python``'s would: at ``--``, ``-m MODULE`` or the script's name;
+    everything after belongs to the script (even ``--out``), so click only sees the options."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            opts, script, module, rest = split(args)
+        except UsageError as e:
+            raise click.UsageError(str(e)) from None
+        ctx.meta[TARGET] = (script, module, tuple(rest))
+        return super().parse_args(ctx, opts)
+
+
+TARGET = "traceprobe.profile.target"
+
+
+@click.command("profile", cls=ProfileCommand)
+@click.option("-m", "module", metavar="MODULE", help="Run a module, as python -m MODULE [ARGS].")
 @_options
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[--] SCRIPT.py [ARGS]...")
+@click.argument("command", nargs=-1, metavar="[--] SCRIPT.py [ARGS]...")
 @click.pass_context
 def profile(ctx: click.Context, module: str | None, command: tuple[str, ...], **values: Any) -> int:
     """Run SCRIPT.py (or -m MODULE) exactly as python would, under torch.profiler.
@@ -65,15 +79,9 @@ def profile(ctx: click.Context, module: str | None, command: tuple[str, ...], **
         4  OUT/NAME exists (use --force) or cannot be written
         5  torch missing, the script fails on import, or torchrun wrote no trace
     """
-    args = list(command)
-    if args and args[0] == "--":
-        args = args[1:]
-    if module:
-        script, rest = None, args
-    else:
-        _, script, _, rest = split(["--", *args]) if args else ([], None, None, [])
+    script, module, rest = ctx.meta[TARGET]
     values["into"] = None
-    a = Args(values, script, module, tuple(rest))
+    a = Args(values, script, module, rest)
     from traceprobe.record.profile import profile as run_profile
 
     status = run_profile(a, ["traceprobe", "profile", *command_line(a)], echo=click.echo)
