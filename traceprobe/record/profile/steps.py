@@ -250,7 +250,12 @@ class Stepper:
         self._write_trace(prof)
 
     def finish(self) -> None:
-        """Unhook; stop the profiler, writing the cycle in progress if it was recording."""
+        """Unhook; stop the profiler, writing the cycle in progress if it was recording.
+
+        Signals stay held from here on (``busy``): a SIGTERM a launcher sends while the
+        last trace is being exported must not cut the export short; it is dropped, the
+        script having ended already."""
+        self.busy = True
         self._cancel_timer()
         for undo in reversed(self._undo):
             with contextlib.suppress(Exception):
