@@ -96,7 +96,6 @@ class Stepper:
         self.fell_back = False
         # perf_counter on entering and leaving each boundary (the first starts the profiler)
         self.boundaries: list[tuple[float, float]] = []
-        self.trace_files: list[str] = []
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self._optimizer: int | None = None  # id() of the optimizer whose steps count
