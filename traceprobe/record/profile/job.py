@@ -247,8 +247,8 @@ def _own_launcher(
     started = _now()
     res, ended = profile_process(target, opts, folder, worker, rank)
     _after(target, ended)
-    _write_json(folder / RANK_FILE.format(rank), res)
-    with _locked(folder / ".traceprobe.lock"):
+    with _locked(folder / ".traceprobe.lock"):  # so exactly one rank sees them all
+        _write_json(folder / RANK_FILE.format(rank), res)
         ranks = [_read_json(p) for p in sorted(folder.glob(".rank*.json"))]
         m = metadata(folder, ranks, target, opts, command, started, "the user's (RANK set)")
         meta.write(folder / meta.FILENAME, m)
