@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("traceprobe.cli.check", "check", "Fail when a trace misses expectations (CI)."),
     "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),
     "whatif": ("traceprobe.cli.whatif", "whatif", "Predict steps under what-if changes."),
+
+    "profile": ("traceprobe.cli.profile", "profile", "Profile any training script, unmodified."),
 }
 
 # other spellings accepted for a command (not listed as commands of their own)
