@@ -29,7 +29,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("traceprobe.cli.check", "check", "Fail when a trace misses expectations (CI)."),
     "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),
     "whatif": ("traceprobe.cli.whatif", "whatif", "Predict steps under what-if changes."),
-
     "profile": ("traceprobe.cli.profile", "profile", "Profile any training script, unmodified."),
 }
 
