@@ -27,4 +27,6 @@ def test_whatif_doc_is_generated(tmp_path, capsys):
         cells = [c.strip() for c in line.split("|")]
         if len(cells) > 8 and cells[7].endswith("%") and cells[5].endswith("ms"):
             pred, meas = float(cells[5].split()[0]), float(cells[6].split()[0])
-            assert abs((pred - meas) / meas * 100 - float(cells[7][:-1])) < 0.06
+            # the cells are rounded to 0.01 ms: allow what that rounding can move the ratio
+            slack = 100 * (0.005 / meas + 0.005 * pred / meas**2) + 0.06
+            assert abs((pred - meas) / meas * 100 - float(cells[7][:-1])) < slack
