@@ -5,7 +5,8 @@
 
 The prose of docs/CLAIMS.md is written by hand; the parts between ``<!-- verdicts: VARIANTS -->``
 and ``<!-- /verdicts -->`` (one per claim, naming the recorded variants that test it) and between
-``<!-- machine -->`` and ``<!-- /machine -->`` are generated here from
+``<!-- machine -->`` and ``<!-- /machine -->`` are generated here (in README.md too, whose
+"Verdicts on the claims" table shows some of the variants) from
 ``sample_traces/verdicts-h200x2.json`` (what ``traceprobe verify sample_traces/h200x2 -f json``
 wrote). Rerun after regenerating that JSON. Every variant of the JSON must belong to some claim.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "CLAIMS.md"
+README = ROOT / "README.md"  # its "Verdicts on the claims" table: some variants, same rows
 VERDICTS = ROOT / "sample_traces" / "verdicts-h200x2.json"
 
 BLOCK = re.compile(r"(<!-- verdicts: (?P<names>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)",
@@ -52,14 +54,16 @@ def machine_line(data: Mapping[str, Any], source: Path) -> str:
     gpus = m.get("gpus") or []
     where = f"{len(gpus)} x {gpus[0]}" if gpus and len(set(gpus)) == 1 else ", ".join(gpus)
     shown = source.relative_to(ROOT) if source.is_relative_to(ROOT) else source
-    days = sorted({json.loads(p.read_text()).get("started", "")[:10]
-                   for p in (ROOT / str(data.get("source"))).rglob("traceprobe.meta.json")} - {""})
+    metas = [p for name in ("traceprobe.meta.jsonc", "traceprobe.meta.json")  # now, and before
+             for p in (ROOT / str(data.get("source"))).rglob(name)]
+    days = sorted({json.loads(p.read_text()).get("started", "")[:10] for p in metas} - {""})
     when = f", recorded {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "") if days else ""
     return (f"{where or 'no GPU'}, torch {m.get('torch')}, CUDA {m.get('cuda')}{when}; generated"
             f" by `scripts/claims.py` from `{shown}`")
 
 
-def render(doc: str, data: Mapping[str, Any], source: Path) -> str:
+def render(doc: str, data: Mapping[str, Any], source: Path, every: bool = True) -> str:
+    """``doc`` with its generated parts filled; ``every``: each variant must be named."""
     by_name = {f"{v['workload']}/{v['variant']}": v for v in data["verdicts"]}
     used: list[str] = []
 
@@ -71,7 +75,7 @@ def render(doc: str, data: Mapping[str, Any], source: Path) -> str:
     out = BLOCK.sub(fill, doc)
     out = MACHINE.sub(lambda m: m.group(1) + machine_line(data, source) + m.group(3), out)
     left = [n for n in by_name if n not in used]
-    if left:
+    if every and left:
         raise SystemExit(f"claims: no claim in docs/CLAIMS.md names {', '.join(left)}")
     return out
 
@@ -81,24 +85,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only check; exit 1 when out of date")
     ap.add_argument("--verdicts", type=Path, default=VERDICTS, help="[%(default)s]")
     ap.add_argument("--doc", type=Path, default=DOC, help="[%(default)s]")
+    ap.add_argument("--readme", type=Path, default=README, help="[%(default)s]")
     a = ap.parse_args(argv)
-    doc = a.doc.read_text()
-    new = render(doc, json.loads(a.verdicts.read_text()), a.verdicts.resolve())
-    if a.check:
-        if new != doc:
+    data = json.loads(a.verdicts.read_text())
+    stale = 0
+    for path, every in ((a.doc, True), (a.readme, False)):
+        doc = path.read_text()
+        new = render(doc, data, a.verdicts.resolve(), every)
+        if new == doc:
+            continue
+        if a.check:
             diff = difflib.unified_diff(doc.splitlines(), new.splitlines(), "committed",
                                         "from the JSON", lineterm="", n=0)
             print("\n".join(diff), file=sys.stderr)
-            print(f"claims: {a.doc} is out of date; run python scripts/claims.py",
+            print(f"claims: {path} is out of date; run python scripts/claims.py",
                   file=sys.stderr)
-            return 1
-        return 0
-    if new != doc:
-        tmp = a.doc.with_name(f".{a.doc.name}.tmp")
+            stale = 1
+            continue
+        tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(new)
-        tmp.replace(a.doc)  # atomic: never half a document
-        print(f"claims: wrote {a.doc}")
-    return 0
+        tmp.replace(path)  # atomic: never half a document
+        print(f"claims: wrote {path}")
+    return stale
 
 
 if __name__ == "__main__":
