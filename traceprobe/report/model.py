@@ -131,7 +131,10 @@ class Report:
     def __repr__(self) -> str:
         c = self.counts
         step = self.window.step
-        where = "the whole trace" if step is None else f"ProfilerStep#{step}"
+        basis = {"steps": "the profiled steps", "profiler": "the profiler's recording span",
+                 "events": "the whole trace"}
+        where = basis.get(self.window.basis, "the whole trace") if step is None else (
+            f"ProfilerStep#{step}")
         gpus = ("GPUs " if len(self.devices) > 1 else "GPU ") + (
             ", ".join(str(d.device) for d in self.devices) or "none")
         lines = [
