@@ -251,6 +251,8 @@ def test_headlines_are_sentences_with_numbers() -> None:
         "GPU 0 and GPU 1 were both busy 23.8% of the time either was",
         # streams: 2300 + 500 + 1000 + 3500 on GPU 0, 1000 on GPU 1 = 8300 over 4200 (4100)
         "8.3 µs of stream work ran in 4.2 µs of GPU busy time (1.98x parallelism)",
+        # NCCL [1500,5000) = 3500 at stake; other kernels cover [1500,3000) + [4000,4100) = 1600
+        "Communication on GPU 0: 45.7% hidden under compute (1.9 µs exposed)",
         # GPU 0 busy 4200 of 7000; of its idle 2800 the sync takes [5000,5500) = 500, the two
         # launches 200, and aten::linear the rest: 2100 = 75%
         "GPU 0 idle 40.0% of the window; main cause: CPU op aten::linear 2.1 µs (75.0% of the "
@@ -259,8 +261,8 @@ def test_headlines_are_sentences_with_numbers() -> None:
         # 3 at once on [2000,3000); >= 2 on [1500,3500) + [4000,4100) = 2100 of 4200
         "Up to 3 streams on GPU 0 ran at once; two or more were busy for 2.1 µs "
         "(50.0% of its busy time)",
-        # NCCL [1500,5000) = 3500; other kernels cover [1500,3000) + [4000,4100) = 1600
-        "Communication on GPU 0: 45.7% hidden under compute (1.9 µs exposed)",
+        # the copy [2500,3500) = 1000 at stake (14% of the window), all under kernels
+        "Copies on GPU 0: 100.0% hidden under compute (0 ns exposed)",
         # the pageable copy: 1024 bytes in 1000 ns
         "HtoD copies Pageable -> Device on GPU 0 ran at 1.02 GB/s (1.6% of PCIe's 64 GB/s): "
         "pageable host memory is staged and blocks the host; pin it (pin_memory)",
@@ -408,16 +410,16 @@ def test_figures_md_worked_example() -> None:
         ("relu", 0, 1.0, 1 / 9),
     ]
     # ranked by the time at stake: GPU 1 idle 10, both-busy "either" 8, serial - union 6,
-    # GPU 0 idle 4, concurrent 4, launch overhead 1 x 2 = 2, exposed copy 1
+    # copy time 5, GPU 0 idle 4, concurrent 4, launch overhead 1 x 2 = 2
     assert d["headlines"] == [
         "GPU 1 idle 83.3% of the window; main cause: waiting on another device 4 µs (40.0% of "
         "the idle time)",
         "GPU 0 and GPU 1 were both busy 25.0% of the time either was",
         "14 µs of stream work ran in 8 µs of GPU busy time (1.75x parallelism)",
+        "Copies on GPU 0: 80.0% hidden under compute (1 µs exposed)",
         "GPU 0 idle 33.3% of the window; main cause: runtime call cudaLaunchKernel 2 µs (50.0% "
         "of the idle time)",
         "Up to 2 streams on GPU 0 ran at once; two or more were busy for 4 µs "
         "(50.0% of its busy time)",
         "Launch overhead 2 µs at most (n = 1)",
-        "Copies on GPU 0: 80.0% hidden under compute (1 µs exposed)",
     ]
