@@ -20,7 +20,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt "$stamp" ]; then
     echo "bootstrap: installing into ./.venv: traceprobe (editable) with every extra (record:" \
-         "torch; plot, tensorboard, hta, fast, test, dev); this takes a few minutes the first time"
+         "torch; plot, tensorboard, hta, fast, dask, test, dev); this takes a few minutes the first time"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     # torch 2.13.0 is the CPU build available offline on these machines; a GPU machine may
     # already have torch: pip keeps an installed torch that satisfies traceprobe[record].
@@ -35,7 +35,7 @@ fi
 if [ "$browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "bootstrap: installing Debian's chromium (apt-get, as root): the test suite opens the" \
-             "HTML report in it (tests/test_html.py); nothing else uses it"
+             "HTML report in it (tests/test_browser.py); nothing else uses it"
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
             || echo "bootstrap: could not install chromium; the browser test will skip" >&2
     else
