@@ -289,11 +289,12 @@ def reference(
     lats = [first_kernel[c] - launch[c] for c in matched]
     unqueued, waited = [], 0
     for c in matched:  # onto an idle stream: all that started earlier on it had ended by then
-        k = min(
-            (r["start"], r["device"], r["stream"], r["comm"])
-            for r in of(gpu, "kernel")
-            if r["correlation"] == c
+        k = min(  # earliest start, then lowest device, stream, then the first recorded
+            (r["start"], r["device"], r["stream"], i, r["comm"])
+            for i, r in enumerate(gpu)
+            if r["kind"] == "kernel" and r["correlation"] == c
         )
+        k = (k[0], k[1], k[2], k[4])
         earlier = [r for r in srows[(k[1], k[2])] if r["start"] < k[0]]
         if not all(r["end"] <= launch[c] for r in earlier):
             continue

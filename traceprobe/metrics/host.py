@@ -145,8 +145,10 @@ def _waited(gpu: pd.DataFrame, corr: pd.Index, call: np.ndarray) -> np.ndarray:
     another stream? A comm kernel always does; otherwise an activity of another stream of its
     device ended in ``[max(call, start − WAIT_TOLERANCE_NS), start]``."""
     k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
-    k = k.sort_values("start", kind="stable").drop_duplicates("correlation").set_index(
-        "correlation")
+    # the first kernel as in _stream_drained_at: earliest start, then lowest device, stream,
+    # then the first recorded
+    k = k.sort_values(["start", "device", "stream"], kind="stable").drop_duplicates(
+        "correlation").set_index("correlation")
     k = k.reindex(corr)
     dev = k["device"].to_numpy(dtype=np.int64)
     st = k["stream"].to_numpy(dtype=np.int64)
