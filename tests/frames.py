@@ -119,6 +119,7 @@ def timeline(
     source: str = "test.json",
     fmt: str = "kineto",
     rank: int | None = None,
+    world_size: int | None = None,
     names: dict[int, str] | None = None,
 ) -> Timeline:
     step_rows = [{"step": n, "start": s, "end": e} for n, s, e in steps]
@@ -129,7 +130,9 @@ def timeline(
         gpu=_frame(list(gpu), GPU_COLUMNS, GPU_DEFAULTS),
         cpu=_frame(list(cpu), CPU_COLUMNS, CPU_DEFAULTS),
         steps=_frame(step_rows, STEP_COLUMNS, {}),
-        meta=TraceMeta(source=source, format=fmt, rank=rank, device_properties=props),
+        meta=TraceMeta(
+            source=source, format=fmt, rank=rank, world_size=world_size, device_properties=props
+        ),
     )
     tl.check()
     return tl

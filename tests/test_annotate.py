@@ -9,10 +9,13 @@ that each rule of the idle attribution shows:
                      aten::item [180, 200) around cudaStreamSynchronize [185, 195)
     window           [0, 260) (the steps' annotations)
 
-GPU 1 is idle in [0, 80), [180, 200) and [220, 260):
-* [0, 80): cudaLaunchKernel covers 30; aten::copy_ covers 50 not under a runtime call → copy_;
-* [180, 200): the sync covers 10 and aten::item 10 outside it → a tie, runtime first → the sync;
-* [220, 260): nothing → "no host call".
+GPU 1 is idle in [0, 80), [180, 200) and [220, 260); each gap is labelled with the cause the
+report's idle partition (docs/FIGURES.md ``causes[]``) charges most of it:
+* [0, 80): the innermost op or call (the one that started last): cudaLaunchKernel in [0, 20),
+  aten::copy_ (started at 20) in [20, 80) → copy_, 60;
+* [180, 200): aten::item and cudaStreamSynchronize are syncs, and GPU 0 is busy throughout →
+  "waiting on another device" (kind wait), 20;
+* [220, 260): no host event → "host idle", 40.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from traceprobe.annotate import (
 )
 from traceprobe.cli import cli
 from traceprobe.errors import OutputError
+from traceprobe.report import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench" / "transformer-h200.pt.trace.json.gz"
@@ -87,14 +91,39 @@ def test_tracks_by_hand() -> None:
     idle1 = got["GPU 1 idle"]
     assert pieces(idle1) == [(0, 80), (180, 200), (220, 260)]
     assert list(idle1.labels or []) == [
-        "idle: aten::copy_", "idle: cudaStreamSynchronize", "idle: no host call"]
+        "idle: aten::copy_", "idle: waiting on another device", "idle: host idle"]
     args = list(idle1.args or [])
     assert args[0] == {"host_busy_us": us(80), "cause": "aten::copy_", "cause_kind": "cpu_op",
-                       "cause_us": us(50)}
-    assert args[1] == {"host_busy_us": us(20), "cause": "cudaStreamSynchronize",
-                       "cause_kind": "cuda_sync", "cause_us": us(10)}
-    assert args[2] == {"host_busy_us": us(0)}
+                       "cause_us": us(60)}
+    assert args[1] == {"host_busy_us": us(20), "cause": "waiting on another device",
+                       "cause_kind": "wait", "cause_us": us(20)}
+    assert args[2] == {"host_busy_us": us(0), "cause": "host idle", "cause_kind": "host_idle",
+                       "cause_us": us(40)}
     assert pieces(got["GPU 0 idle"]) == [(250, 260)]
+    assert list(got["GPU 0 idle"].labels or []) == ["idle: host idle"]
+
+
+def test_gap_labels_agree_with_the_reports_idle_causes() -> None:
+    """One idle gap [10, 100) on one GPU: annotate's label is the report's largest cause.
+    By hand: the region "forward" [20, 70) owns 50 ns (the op and the launch inside it only
+    split it as children); "host idle" the other 40. The old per-call rule said aten::mm."""
+    tl = frames.timeline(
+        gpu=[frames.kernel(0, 10), frames.kernel(100, 110)],
+        cpu=[
+            frames.annotation(20, 70, "forward"),
+            frames.op(30, 60, "aten::mm"),
+            frames.runtime(60, 65),
+        ],
+    )
+    (idle,) = [t for t in tracks(tl) if t.process == IDLE_PROCESS]
+    causes = analyze(tl).host.devices[0].causes
+    assert [(c.name, c.kind, c.ns) for c in causes] == [
+        ("forward", "region", 50), ("host idle", "host_idle", 40)]
+    assert pieces(idle) == [(10, 100)]
+    assert list(idle.labels or []) == [f"idle: {causes[0].name}"]
+    (a,) = list(idle.args or [])
+    assert (a["cause"], a["cause_kind"], a["cause_us"]) == (
+        causes[0].name, causes[0].kind, us(causes[0].ns))
 
 
 def test_three_gpus_get_a_track_per_pair() -> None:
@@ -106,7 +135,7 @@ def test_three_gpus_get_a_track_per_pair() -> None:
 
 def test_no_host_calls_and_no_gpu() -> None:
     (idle,) = tracks(frames.timeline(gpu=[frames.kernel(0, 10), frames.kernel(20, 30)]))
-    assert pieces(idle) == [(10, 20)] and list(idle.labels or []) == ["idle: no host call"]
+    assert pieces(idle) == [(10, 20)] and list(idle.labels or []) == ["idle: host idle"]
     assert tracks(frames.timeline(cpu=[frames.op(0, 10)])) == []
 
 

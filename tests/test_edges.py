@@ -52,15 +52,17 @@ def check_touching_steps_are_outside(analyze_: Callable[..., Any]) -> None:
 
 
 def check_touching_traces_are_skipped(analyze_many_: Callable[..., Any]) -> None:
-    """Windows [0,10) and [10,20) share no instant: skipped, not a 0 ns pair."""
-    t0 = timeline(gpu=[kernel(0, 10)], source="r0.json")
-    t1 = timeline(gpu=[kernel(10, 20, device=1)], source="r1.json")
+    """Windows [0,10) and [10,20) share no instant: skipped, not a 0 ns pair. The traces are
+    ranks 0 and 1 of one two-rank job (one folder): cross_trace compares only those."""
+    job = {"world_size": 2}
+    t0 = timeline(gpu=[kernel(0, 10)], source="run/r0.json", rank=0, **job)
+    t1 = timeline(gpu=[kernel(10, 20, device=1)], source="run/r1.json", rank=1, **job)
     m = analyze_many_([t0, t1])
     assert [(r.window.start_ns, r.window.end_ns) for r in m.reports] == [(0, 10), (10, 20)]
     assert m.cross_trace.pairs == (), "touching trace windows listed as an overlapping pair"
     assert [s.traces for s in m.cross_trace.skipped] == [(0, 1)]
-    # one nanosecond of shared window makes them a pair (with no busy overlap yet)
-    t1b = timeline(gpu=[kernel(9, 20, device=1)], source="r1.json")
+    # one nanosecond of shared window makes them a pair (busy overlap: [9,10), 1 ns)
+    t1b = timeline(gpu=[kernel(9, 20, device=1)], source="run/r1.json", rank=1, **job)
     m2 = analyze_many_([t0, t1b])
     assert [(p.a.trace, p.b.trace, p.overlap_ns) for p in m2.cross_trace.pairs] == [(0, 1, 1)]
     assert m2.cross_trace.skipped == ()

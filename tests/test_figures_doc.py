@@ -2,8 +2,9 @@
 
 docs/REPORT_SCHEMA.md pins the report's shape; this test pins its meaning. It analyses
 committed sample traces the ways a user would (one trace with ``--step all``, two GPUs, copies,
-a two-rank DDP job as several traces, two traces whose windows do not meet, and ``--hta`` where
-HTA is installed), walks every key path of the JSON, and looks each one up in FIGURES.md.
+a two-rank DDP job as several traces, and ``--hta`` where HTA is installed), plus a built
+two-rank job whose windows do not meet, walks every key path of the JSON, and looks each one
+up in FIGURES.md.
 
 A key counts as defined when one block of FIGURES.md (a table row, a bullet with its
 sub-bullets, or a paragraph) names the key in backticks (`busy_us`, `counts.kernels`,
@@ -23,6 +24,7 @@ import functools
 import importlib.util
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +41,27 @@ RUNS = [
     [H200 / "copy" / "side-stream", "--step", "all"],  # copies beside kernels
     [H200 / "small-ops" / "loop"],  # launch-bound streams, kernel gaps
     [H200 / "ddp" / "train", "--step", "all"],  # two ranks: several traces, NCCL
-    [H200 / "two-devices" / "parallel", H200 / "two-devices" / "sequential"],  # skipped pair
 ]
+
+
+def write_two_ranks_apart(folder: Path) -> None:
+    """Ranks 0 and 1 of one two-rank job (one folder) whose windows do not meet: a skipped
+    cross_trace pair (no committed job has one; separate runs are not compared at all)."""
+    for rank, t0 in ((0, 1000), (1, 900_000)):
+        events = [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": t0,
+             "dur": 20, "args": {}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10,
+             "ts": t0 + 1, "dur": 5, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t0 + 10,
+             "dur": 30, "args": {"device": 0, "stream": 7, "correlation": 1}},
+        ]  # fmt: skip
+        trace = {
+            "schemaVersion": 1,
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+            "traceEvents": events,
+        }
+        (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
 
 
 def key_paths(value: Any, path: str = "") -> set[str]:
@@ -70,10 +91,12 @@ def report_keys() -> frozenset[str]:
     if importlib.util.find_spec("hta") is not None:  # the optional hta block
         runs.append([str(H200 / "copy" / "side-stream"), "--hta"])
     keys: set[str] = set()
-    for args in runs:
-        result = CliRunner().invoke(cli, ["analyze", *args, "--format", "json"])
-        assert result.exit_code == 0, (args, result.output)
-        keys |= {canonical(p) for p in key_paths(json.loads(result.stdout))}
+    with tempfile.TemporaryDirectory() as job:
+        write_two_ranks_apart(Path(job))
+        for args in [*runs, [job]]:
+            result = CliRunner().invoke(cli, ["analyze", *args, "--format", "json"])
+            assert result.exit_code == 0, (args, result.output)
+            keys |= {canonical(p) for p in key_paths(json.loads(result.stdout))}
     return frozenset(keys)
 
 

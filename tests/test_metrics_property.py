@@ -6,9 +6,11 @@ shares nothing with traceprobe's interval code. Report.check() runs on every rep
 
 What it covers (docs/FIGURES.md "What the random-timeline test covers" says the same):
 every figure of ``Report`` (whole trace, ``step="all"`` and a device subset), including
-launch latency onto an idle stream (``unqueued_*``) and copies into or out of pageable
-memory, and ``cross_trace`` of two or three traces (windows apart, touching or
-overlapping). Steps are drawn apart or touching (one ends where the next starts).
+launch latency onto an idle stream (``unqueued_*``, less the launches whose kernel waited on
+another stream: ``waited_count``) and copies into or out of pageable memory, and
+``cross_trace`` of two or three traces (windows apart, touching or overlapping; ranks of one
+job, or a separate run that is not compared). Steps are drawn apart or touching (one ends
+where the next starts).
 Not covered here: headlines (text), the hta block, the loader (JSON to rows).
 """
 
@@ -285,15 +287,23 @@ def reference(
             launch.setdefault(r["correlation"], r["start"])
     matched = [c for c in first_kernel if c in launch and first_kernel[c] >= launch[c]]
     lats = [first_kernel[c] - launch[c] for c in matched]
-    unqueued = []
+    unqueued, waited = [], 0
     for c in matched:  # onto an idle stream: all that started earlier on it had ended by then
-        k = min(
-            (r["start"], r["device"], r["stream"])
-            for r in of(gpu, "kernel")
-            if r["correlation"] == c
+        k = min(  # earliest start, then lowest device, stream, then the first recorded
+            (r["start"], r["device"], r["stream"], i, r["comm"])
+            for i, r in enumerate(gpu)
+            if r["kind"] == "kernel" and r["correlation"] == c
         )
+        k = (k[0], k[1], k[2], k[4])
         earlier = [r for r in srows[(k[1], k[2])] if r["start"] < k[0]]
-        if all(r["end"] <= launch[c] for r in earlier):
+        if not all(r["end"] <= launch[c] for r in earlier):
+            continue
+        # waited on another stream: a comm kernel, or one starting within 10 us after an
+        # activity of another stream of its device ended, that end at or after the call began
+        other_ends = [r["end"] for r in gpu if r["device"] == k[1] and r["stream"] != k[2]]
+        if k[3] or any(max(launch[c], k[0] - 10_000) <= e <= k[0] for e in other_ends):
+            waited += 1
+        else:
             unqueued.append(first_kernel[c] - launch[c])
     latency = {
         "count": len(lats),
@@ -304,6 +314,7 @@ def reference(
         "unqueued_count": len(unqueued),
         "unqueued_p50_ns": median(unqueued) if unqueued else None,
         "unqueued_max_ns": max(unqueued) if unqueued else None,
+        "waited_count": waited,
     }
     if lats:
         latency.update(
@@ -619,9 +630,12 @@ def test_every_figure_matches_the_slow_computation(tl, step, devices) -> None:
 @st.composite
 def several_traces(draw):
     """Two or three timelines; each later one shifted apart from, onto the end of, or into the
-    previous one's window, so windows are disjoint, touching or overlapping."""
+    previous one's window, so windows are disjoint, touching or overlapping. Most are ranks of
+    one job (distributedInfo rank and world size, one folder); a trace drawn without a rank is a
+    separate run, which cross_trace does not compare."""
     out = []
-    for _ in range(draw(st.integers(2, 3))):
+    n = draw(st.integers(2, 3))
+    for _ in range(n):
         gpu, cpu, steps = draw(timeline_rows())
         spans = [(r["start"], r["end"]) for r in gpu + cpu]
         if out and spans:
@@ -639,7 +653,17 @@ def several_traces(draw):
                 r["start"] += shift
                 r["end"] += shift
             steps = [(n, a + shift, b + shift) for n, a, b in steps]
-        out.append(timeline(gpu=gpu, cpu=cpu, steps=steps, source=f"r{len(out)}.json"))
+        ranked = draw(st.sampled_from([True, True, True, False]))
+        out.append(
+            timeline(
+                gpu=gpu,
+                cpu=cpu,
+                steps=steps,
+                source=f"run/r{len(out)}.json",
+                rank=len(out) if ranked else None,
+                world_size=n if ranked else None,
+            )
+        )
     return out
 
 
@@ -651,13 +675,19 @@ def test_cross_trace_matches_the_slow_computation(tls) -> None:
     windows, busy = [], []
     for tl in tls:
         gpu, cpu = rows(tl.gpu), rows(tl.cpu)
-        spans = [(x["start"], x["end"]) for x in gpu + cpu]
-        windows.append((min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0))
+        steps = rows(tl.steps)
+        spans = [(x["start"], x["end"]) for x in (steps or gpu + cpu)]  # the default window
+        lo, hi = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+        windows.append((lo, hi))
+        inside = set(range(lo, hi)) if steps else set().union(*(ticks([g]) for g in gpu))
         devs = sorted({g["device"] for g in gpu})
-        busy.append([(d, ticks([g for g in gpu if g["device"] == d])) for d in devs])
+        busy.append([(d, ticks([g for g in gpu if g["device"] == d]) & inside) for d in devs])
     pairs, skipped = [], []
-    for i in range(len(tls)):
-        for j in range(i + 1, len(tls)):
+    # only ranks of one job are compared: a rank and a world size above 1 (here all agree, all
+    # ranks differ and all lie in one folder), at least two of them
+    job = [i for i, tl in enumerate(tls) if tl.meta.rank is not None and tl.meta.world_size > 1]
+    for i in job if len(job) >= 2 else []:
+        for j in [x for x in job if x > i]:
             (a0, a1), (b0, b1) = windows[i], windows[j]
             if not set(range(a0, a1)) & set(range(b0, b1)):  # no shared instant
                 skipped.append((i, j))

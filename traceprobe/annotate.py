@@ -14,8 +14,9 @@ Perfetto, chrome://tracing and the TensorBoard profiler's trace view show them a
   four), and per GPU "copy hidden under kernels" (copy ∩ kernel time) and "≥2
   streams busy": the sets whose lengths the report gives.
 * **traceprobe: GPU idle** — per GPU one event per idle gap in the trace's span,
-  named after the host call that covered most of it (runtime, sync and driver
-  calls first, then CPU ops, as in the report's ``host.devices[].causes``).
+  named after the cause charged most of it by the report's idle partition
+  (``host.devices[].causes``, :func:`traceprobe.metrics.idle.gap_causes`: a region, a
+  sync or wait, the innermost CPU op or runtime call, or ``host idle``).
 * **traceprobe: critical path** — the whole trace's critical path
   (:mod:`traceprobe.graph`): one event per piece, named ``category: what``
   (``kernel: <kernel name>``, ``sync_wait: cudaDeviceSynchronize``, ...), ``args.kind``
@@ -44,10 +45,12 @@ import msgspec
 
 from traceprobe import output
 from traceprobe.errors import OutputError, TraceError
-from traceprobe.intervals import Spans, gaps, intersect, measure_within
+from traceprobe.intervals import Spans, gaps, intersect, measure_within, spans, union
 from traceprobe.load.read import read_chunks
 from traceprobe.metrics.devices import device_busy
-from traceprobe.metrics.host import CallNames, call_names, gap_causes, host_calls, host_process
+from traceprobe.metrics.host import host_process
+from traceprobe.metrics.idle import gap_causes
+from traceprobe.metrics.regions import HostEvents, host_events
 from traceprobe.render.lanes import build_lanes
 from traceprobe.timeline import Timeline
 
@@ -104,10 +107,11 @@ def tracks(timeline: Timeline) -> list[Track]:
             for i, a in enumerate(busy) for b in busy[i + 1 :]
         ]
 
-    cn = call_names(host_calls(timeline.cpu, host_process(timeline.cpu)))
+    ev = host_events(timeline.cpu, host_process(timeline.cpu))
     for b in busy:
         idle = gaps(b.busy, lo, hi)
-        labels, args = _idle_labels(cn, idle)
+        others = union(*(d.busy for d in busy if d.device != b.device))
+        labels, args = _idle_labels(ev, idle, others, lo, hi)
         out.append(Track(IDLE_PROCESS, f"GPU {b.device} idle", idle, labels, args))
     return out
 
@@ -128,20 +132,21 @@ def path_tracks(timeline: Timeline) -> list[Track]:
     return [Track(PATH_PROCESS, "critical path", Spans(s, e), labels, args)]
 
 
-def _idle_labels(cn: CallNames, idle: Spans) -> tuple[list[str], list[dict[str, Any]]]:
-    """Per idle gap its event name and args: the host call charged most of it, if any."""
-    best_code, best = gap_causes(cn, idle)
-    host = measure_within(cn.everything, idle.starts, idle.ends)
+def _idle_labels(
+    ev: HostEvents, idle: Spans, others: Spans, lo: int, hi: int
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Per idle gap its event name and args: the cause of the report's idle partition
+    (:func:`traceprobe.metrics.idle.gap_causes`) charged most of it."""
+    host = measure_within(spans(ev.start, ev.end), idle.starts, idle.ends)
     labels, args = [], []
-    for i in range(len(idle)):
-        c = int(best_code[i])
+    for i, cause in enumerate(gap_causes(idle, ev, others, lo, hi)):
         a: dict[str, Any] = {"host_busy_us": us(int(host[i]))}
-        if c < 0:
-            labels.append("idle: no host call")
+        if cause is None:
+            labels.append("idle")
         else:
-            labels.append(f"idle: {cn.names[c]}")
-            a.update(cause=str(cn.names[c]), cause_kind=str(cn.kinds[c]),
-                     cause_us=us(int(best[i])))
+            kind, name, ns = cause
+            labels.append(f"idle: {name}")
+            a.update(cause=name, cause_kind=kind, cause_us=us(ns))
         args.append(a)
     return labels, args
 

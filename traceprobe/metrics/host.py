@@ -1,9 +1,8 @@
 """The host's side of GPU idle time: launches, kernel gaps, and the per-gap idle labels.
 
-* **Idle attribution** (the report's ``host.devices[].causes``) lives in
-  :mod:`traceprobe.metrics.idle`: a partition of each device's idle time. This module keeps
-  the row types (:class:`Cause`, :class:`HostIdle`) and :func:`gap_causes`, the simpler
-  per-gap label of ``traceprobe annotate`` (the host call name charged most of a gap).
+* **Idle attribution** (the report's ``host.devices[].causes``, and the per-gap labels of
+  ``traceprobe annotate``) lives in :mod:`traceprobe.metrics.idle`: a partition of each
+  device's idle time. This module keeps the row types (:class:`Cause`, :class:`HostIdle`).
 * **Launch latency** — kernel start minus the start of the runtime/driver call with
   the same correlation id; the first kernel of a call only (a graph launch counts
   once); negative or unmatched pairs are ignored. A launch is *launch overhead*
@@ -29,16 +28,12 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.intervals import (
-    Spans,
-    difference,
-    grouped_spans,
     measure_within,
     spans,
 )
 from traceprobe.metrics import groups
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
-HOST_KINDS = (*RUNTIME_KINDS, "cpu_op")
 LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
 WAIT_TOLERANCE_NS = 10_000  # a kernel starting this soon after another stream's work waited on it
 MIN_LAUNCH_GAPS = 10  # host-late gaps needed before a stream is called launch-bound
@@ -114,97 +109,6 @@ def host_process(cpu: pd.DataFrame) -> int | None:
     return None
 
 
-def host_calls(cpu: pd.DataFrame, pid: int | None) -> pd.DataFrame:
-    """Runtime, sync and driver calls and CPU ops of process ``pid`` (none if pid is None)."""
-    if pid is None:
-        return cpu.iloc[0:0]
-    return cpu[cpu["kind"].isin(HOST_KINDS) & (cpu["pid"] == pid)]
-
-
-@dataclass(frozen=True)
-class CallNames:
-    """Host calls grouped by name: the candidate causes of idle time.
-
-    One code per (kind, name), numbered in the tie-break order (kind as in HOST_KINDS,
-    then name), so that among equal charges the lower code wins.
-    """
-
-    starts: np.ndarray  # per call
-    ends: np.ndarray
-    code: np.ndarray
-    kinds: np.ndarray  # per code
-    names: np.ndarray
-    runtime_like: np.ndarray  # charged idle time; a CPU op only what no runtime call covers
-    pieces: tuple[np.ndarray, np.ndarray, np.ndarray]  # per code its calls' union (grouped_spans)
-    everything: Spans  # all the calls
-    runtime: Spans  # the runtime, sync and driver calls
-
-    def targets(self, idle: Spans) -> tuple[Spans, Spans]:
-        """The time a runtime-like name, and a CPU op, can be charged: see the module docstring."""
-        return idle, difference(idle, self.runtime)
-
-
-def call_names(calls: pd.DataFrame) -> CallNames:
-    """Group ``calls`` (see :func:`host_calls`) by (kind, name)."""
-    s = calls["start"].to_numpy(dtype=np.int64)
-    e = calls["end"].to_numpy(dtype=np.int64)
-    is_rt = calls["kind"].isin(RUNTIME_KINDS).to_numpy()
-    code = calls.groupby(["kind", "name"], sort=False).ngroup().to_numpy(dtype=np.int64)
-    _, first = np.unique(code, return_index=True)
-    kinds = calls["kind"].to_numpy(dtype=object)[first]
-    names = calls["name"].to_numpy(dtype=object)[first]
-    rank = {k: i for i, k in enumerate(HOST_KINDS)}
-    order = np.array(
-        sorted(range(len(names)), key=lambda c: (rank.get(kinds[c], len(rank)), names[c])),
-        dtype=np.int64,
-    )
-    renumber = np.empty(len(order), np.int64)
-    renumber[order] = np.arange(len(order))
-    code = renumber[code]
-    kinds, names = kinds[order], names[order]
-    return CallNames(
-        starts=s,
-        ends=e,
-        code=code,
-        kinds=kinds,
-        names=names,
-        runtime_like=np.isin(kinds, RUNTIME_KINDS),
-        pieces=grouped_spans(code, s, e),
-        everything=spans(s, e),
-        runtime=spans(s[is_rt], e[is_rt]),
-    )
-
-
-def gap_causes(cn: CallNames, idle: Spans) -> tuple[np.ndarray, np.ndarray]:
-    """Per piece (gap) of ``idle``: the code charged most of it (-1: none) and the ns charged.
-
-    ``traceprobe annotate``'s label rule (kept from before the partition of
-    :mod:`traceprobe.metrics.idle`): a runtime-like name is charged ``|gap ∩ ∪ its calls|``,
-    a CPU op only the part of the gap that no runtime/sync/driver call covers.
-    """
-    n = len(idle)
-    best = np.zeros(n, np.int64)
-    best_code = np.full(n, -1, np.int64)
-    _, op_target = cn.targets(idle)
-    # A CPU op is measured on the pieces of its target, each summed into the gap that holds it.
-    owner = np.searchsorted(idle.starts, op_target.starts, side="right") - 1
-    gk, gs, ge = cn.pieces
-    cut = np.flatnonzero(np.diff(gk)) + 1
-    for a, z in zip(np.r_[0, cut], np.r_[cut, gk.size], strict=True):
-        if z <= a:
-            continue
-        c, u = int(gk[a]), Spans(gs[a:z], ge[a:z])
-        if cn.runtime_like[c]:
-            charged = measure_within(u, idle.starts, idle.ends)
-        else:
-            per_piece = measure_within(u, op_target.starts, op_target.ends)
-            charged = np.bincount(owner, weights=per_piece, minlength=n).astype(np.int64)
-        better = charged > best  # codes ascend in tie-break order: a later one must do better
-        best[better] = charged[better]
-        best_code[better] = c
-    return best_code, best
-
-
 def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:
     """Kernel start − launching call start, matched by correlation id (see module docstring)."""
     k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
@@ -241,8 +145,10 @@ def _waited(gpu: pd.DataFrame, corr: pd.Index, call: np.ndarray) -> np.ndarray:
     another stream? A comm kernel always does; otherwise an activity of another stream of its
     device ended in ``[max(call, start − WAIT_TOLERANCE_NS), start]``."""
     k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
-    k = k.sort_values("start", kind="stable").drop_duplicates("correlation").set_index(
-        "correlation")
+    # the first kernel as in _stream_drained_at: earliest start, then lowest device, stream,
+    # then the first recorded
+    k = k.sort_values(["start", "device", "stream"], kind="stable").drop_duplicates(
+        "correlation").set_index("correlation")
     k = k.reindex(corr)
     dev = k["device"].to_numpy(dtype=np.int64)
     st = k["stream"].to_numpy(dtype=np.int64)

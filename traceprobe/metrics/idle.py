@@ -63,9 +63,60 @@ def idle_causes(
     return tuple(out)
 
 
+def gap_causes(
+    idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int
+) -> list[tuple[str, str, int] | None]:
+    """Per gap of ``idle``: the cause ``(kind, name, ns)`` charged most of that gap by the
+    partition above (ties in the report's order: kind, then name); None for a gap charged
+    nothing. ``traceprobe annotate`` labels its idle gaps with it."""
+    out: list[tuple[str, str, int] | None] = [None] * len(idle)
+    df = _charges(idle, ev, others, lo, hi)
+    if df is None or df.empty:
+        return out
+    per = df.groupby(["gap", "kind", "name"], sort=False)["ns"].sum()
+    rank = {k: i for i, k in enumerate(KIND_ORDER)}
+    best: dict[int, tuple[int, int, str, str]] = {}
+    for (g, k_, n_), v in per.items():
+        key = (-int(v), rank.get(str(k_), 99), str(n_), str(k_))
+        if int(g) not in best or key < best[int(g)]:
+            best[int(g)] = key
+    for g, (v, _, n_, k_) in best.items():
+        out[g] = (k_, n_, -v)
+    return out
+
+
 def _partition(idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int) -> tuple[Cause, ...]:
-    if idle.empty:
+    df = _charges(idle, ev, others, lo, hi)
+    if df is None:
         return ()
+    total = int(idle.length)
+    top = df.groupby(["kind", "name"], sort=False).agg(ns=("ns", "sum"), calls=("ev", "nunique"))
+    rank = {k: i for i, k in enumerate(KIND_ORDER)}
+    rows = sorted(top.itertuples(), key=lambda t: (-t.ns, rank.get(t.Index[0], 99), t.Index[1]))
+    kids = df[df["child"] != ""].groupby(["kind", "name", "child"], sort=False)["ns"].sum()
+    child_ns: dict[tuple[str, str], dict[str, int]] = {}
+    for (k_, n_, c_), v in kids.items():
+        child_ns.setdefault((k_, n_), {})[c_] = int(v)
+    out = []
+    for t in rows:
+        k_, n_ = t.Index
+        children: tuple[Cause, ...] = ()
+        sub = sorted(child_ns.get((k_, n_), {}).items(), key=lambda cv: (-cv[1], cv[0]))
+        children = tuple(
+            Cause(str(c), "", int(v), 0, _share(int(v), total)) for c, v in sub[:TOP_CHILDREN]
+        )
+        out.append(Cause(str(n_), str(k_), int(t.ns), int(t.calls), _share(int(t.ns), total),
+                         children))
+    return tuple(out)
+
+
+def _charges(
+    idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int
+) -> pd.DataFrame | None:
+    """One row per idle segment: its cause's kind and name, the inner call (child), its ns,
+    the owning event (``ev``) and the idle gap it lies in (``gap``); None without idle time."""
+    if idle.empty:
+        return None
     from traceprobe.intervals import measure_within
 
     near = measure_within(idle, ev.start, ev.end) > 0
@@ -109,26 +160,9 @@ def _partition(idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int) -> 
     lf = ~r & ~s & (leaf >= 0)
     kind[lf], name[lf], event[lf] = cls[leaf[lf]], nm[leaf[lf]], leaf[lf]
 
-    df = pd.DataFrame({"kind": kind, "name": name, "child": child, "ns": length, "ev": event})
-    total = int(idle.length)
-    top = df.groupby(["kind", "name"], sort=False).agg(ns=("ns", "sum"), calls=("ev", "nunique"))
-    rank = {k: i for i, k in enumerate(KIND_ORDER)}
-    rows = sorted(top.itertuples(), key=lambda t: (-t.ns, rank.get(t.Index[0], 99), t.Index[1]))
-    kids = df[df["child"] != ""].groupby(["kind", "name", "child"], sort=False)["ns"].sum()
-    child_ns: dict[tuple[str, str], dict[str, int]] = {}
-    for (k_, n_, c_), v in kids.items():
-        child_ns.setdefault((k_, n_), {})[c_] = int(v)
-    out = []
-    for t in rows:
-        k_, n_ = t.Index
-        children: tuple[Cause, ...] = ()
-        sub = sorted(child_ns.get((k_, n_), {}).items(), key=lambda cv: (-cv[1], cv[0]))
-        children = tuple(
-            Cause(str(c), "", int(v), 0, _share(int(v), total)) for c, v in sub[:TOP_CHILDREN]
-        )
-        out.append(Cause(str(n_), str(k_), int(t.ns), int(t.calls), _share(int(t.ns), total),
-                         children))
-    return tuple(out)
+    return pd.DataFrame(
+        {"kind": kind, "name": name, "child": child, "ns": length, "ev": event, "gap": gap_of}
+    )
 
 
 def _share(ns: int, total: int) -> float | None:

@@ -117,7 +117,7 @@ def _short(path: str) -> str:
 # ----------------------------------------------------------------------------- parts
 
 
-def _section(i: int, r: Mapping[str, Any], picture: str, *, top: int, label: str) -> str:
+def _section(i: int, r: Mapping[str, Any], picture: str | None, *, top: int, label: str) -> str:
     doc = tb.trace_document(r, top=top, label=label)
     out = [f'<section class="tp-trace" id="trace-{i}">']
     out.append(f"<h2>{_e(doc.label + ' ') if doc.label else ''}<code>{_e(doc.trace)}</code></h2>")
