@@ -37,8 +37,9 @@ def machine_words(machine: Mapping[str, Any]) -> str:
 
 def recorded_dates(folder: Path) -> str:
     """The day(s) the variants under ``folder`` were recorded (their metadata's ``started``)."""
-    days = sorted({json.loads(p.read_text()).get("started", "")[:10]
-                   for p in folder.rglob("traceprobe.meta.json")} - {""})
+    metas = [p for name in ("traceprobe.meta.jsonc", "traceprobe.meta.json")  # now, and before
+             for p in folder.rglob(name)]
+    days = sorted({json.loads(p.read_text()).get("started", "")[:10] for p in metas} - {""})
     if not days:
         return "an unknown date"
     return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"

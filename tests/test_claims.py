@@ -45,9 +45,14 @@ def test_a_changed_verdict_changes_the_doc_and_check_says_so(tmp_path: Path) -> 
     changed.write_text(json.dumps(data))
     doc = tmp_path / "CLAIMS.md"
     doc.write_text(DOC.read_text())
-    r = claims("--check", "--verdicts", str(changed), "--doc", str(doc))
+    readme = tmp_path / "README.md"  # the script fills README's table too: never the real one
+    readme.write_text((ROOT / "README.md").read_text())
+    r = claims("--check", "--verdicts", str(changed), "--doc", str(doc), "--readme", str(readme))
     assert r.returncode == 1 and "a reason made up for this test" in r.stderr
-    assert claims("--verdicts", str(changed), "--doc", str(doc)).returncode == 0
+    assert claims("--verdicts", str(changed), "--doc", str(doc), "--readme",
+                  str(readme)).returncode == 0
+    assert "| `copy/side-stream` | **does not hold** | a reason made up for this test |" in (
+        readme.read_text())  # README's verdict table shows copy/side-stream too
     new = doc.read_text()
     assert "| `copy/side-stream` | **does not hold** | a reason made up for this test |" in new
     before, after = DOC.read_text().splitlines(), new.splitlines()
@@ -62,7 +67,9 @@ def test_a_variant_no_claim_names_is_an_error(tmp_path: Path) -> None:
     data["verdicts"].append({**data["verdicts"][0], "workload": "new", "variant": "thing"})
     extra = tmp_path / "verdicts.json"
     extra.write_text(json.dumps(data))
-    r = claims("--check", "--verdicts", str(extra))
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text())
+    r = claims("--check", "--verdicts", str(extra), "--readme", str(readme))
     assert r.returncode != 0 and "new/thing" in r.stderr
 
 

@@ -60,7 +60,7 @@ def test_the_demo_ends_on_the_committed_gpu_verdicts_labelled_as_recorded_elsewh
     _, stdout, _ = demo
     ref = json.loads(REFERENCE.read_text())
     meta = json.loads((ROOT / ref["source"] / "two-devices" / "parallel"
-                       / "traceprobe.meta.json").read_text())
+                       / "traceprobe.meta.jsonc").read_text())
     lines = stdout.rstrip("\n").splitlines()
     label = next(i for i, line in enumerate(lines) if line.startswith("Recorded elsewhere"))
     assert "not on this machine" in lines[label]

@@ -61,7 +61,7 @@ def headlines(r: Report) -> tuple[str, ...]:
         found += part(r)
     floor = MATERIAL * r.span_ns
     ranked = sorted(enumerate(found), key=lambda t: (-t[1][0], t[0]))
-    return tuple(line for _, (stake, line) in ranked if stake >= floor and stake > 0)
+    return tuple(out + [line for _, (stake, line) in ranked if stake >= floor and stake > 0])
 
 
 def cause_phrase(c: object) -> str:
