@@ -714,6 +714,58 @@ def test_verify_errors_name_the_fix(recorded, tmp_path):
     assert gone.exit_code == 3 and trace.name in gone.output and "--force" in gone.output
 
 
+def test_verify_reports_the_good_variants_and_names_each_bad_file(recorded, tmp_path):
+    """GIVEN a copy of a recording where one variant's trace is cut inside its gzip header
+    (beyond salvage) and another's is a JSON file that is no trace WHEN verifying THEN every
+    other variant has a verdict (those of untouched workloads the same verdict and figures
+    as the intact recording), stderr has one line per bad file naming it, and the exit is
+    3, or 0 with --skip-bad."""
+    copy = tmp_path / "copy"
+    shutil.copytree(recorded, copy)
+    cut = next((copy / "dag" / "serial").glob("*.pt.trace.json.gz"))
+    cut.write_bytes(cut.read_bytes()[:12])
+    junk = next((copy / "copy" / "blocking").glob("*.pt.trace.json.gz"))
+    junk.unlink()
+    junk = junk.with_name(junk.name.removesuffix(".gz"))
+    junk.write_text('{"model": "resnet", "lr": 0.1}')
+    meta_path = copy / "copy" / "blocking" / "traceprobe.meta.jsonc"
+    meta_path.write_text(meta_path.read_text().replace(".pt.trace.json.gz", ".pt.trace.json"))
+    bad = {("dag", "serial"), ("copy", "blocking")}
+
+    clean = {(v["workload"], v["variant"]): v for v in vf.verify_dir(recorded)["verdicts"]}
+    dest = tmp_path / "v.json"
+    result = CliRunner().invoke(cli, ["verify", str(copy), "-o", str(dest)])
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, lines
+    assert any(str(cut) in ln for ln in lines) and any(str(junk) in ln for ln in lines)
+    assert all(ln.startswith("traceprobe: error: ") and "Traceback" not in ln for ln in lines)
+    got = {(v["workload"], v["variant"]): v for v in json.loads(dest.read_text())["verdicts"]}
+    assert set(got) == set(clean) - bad
+    untouched = [k for k in got if k[0] not in {w for w, _ in bad}]
+    assert untouched  # two-devices and small-ops: peers intact, so the same verdicts
+    for key in untouched:
+        assert (got[key]["verdict"], got[key]["figures"]) == (
+            clean[key]["verdict"], clean[key]["figures"])
+
+    skip = CliRunner().invoke(cli, ["verify", str(copy), "--skip-bad"])
+    assert skip.exit_code == 0 and len(skip.stderr.splitlines()) == 2, skip.stderr
+    assert "dag/serial" not in skip.stdout and "dag/two-streams" in skip.stdout
+
+
+def test_verify_with_nothing_readable_writes_nothing(recorded, tmp_path):
+    """GIVEN a recording whose only variant's trace is not a trace WHEN verifying THEN exit 3
+    with the file named and no verdicts written, --skip-bad or not."""
+    one = tmp_path / "one"
+    shutil.copytree(recorded / "dag" / "serial", one / "dag" / "serial")
+    trace = next((one / "dag" / "serial").glob("*.pt.trace.json.gz"))
+    trace.write_bytes(b"not gzip at all")
+    dest = tmp_path / "v.json"
+    result = CliRunner().invoke(cli, ["verify", str(one), "-o", str(dest), "--skip-bad"])
+    assert result.exit_code == 3 and str(trace) in result.stderr
+    assert not dest.exists()
+
+
 # ----------------------------------------------------------------------------- GPU samples
 
 

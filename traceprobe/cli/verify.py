@@ -24,10 +24,13 @@ _SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown"}
 @click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
               show_default=True, help="Write the verdicts to FILE ('-': standard output).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@click.option("--skip-bad", is_flag=True,
+              help="Exit 0 when some variants cannot be read (each bad file is still named "
+              "on stderr and its variant left out of the verdicts).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Load N traces at once.  [default: one per core]")
 def verify(directory: str, fmt: str | None, output_path: str, force: bool,
-           jobs: int | None) -> None:
+           skip_bad: bool, jobs: int | None) -> None:
     """Say, for every recorded experiment, whether its claim holds, and why.
 
     DIR is the folder `traceprobe record` wrote (default traceprobe-out), or any folder
@@ -36,6 +39,10 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
     claim recorded on one GPU), one sentence with the
     figures behind it, and how the trace's spans compare with the wall-clock times the
     recording measured without the profiler. Thresholds: docs/FIGURES.md, "Verdicts".
+
+    A variant whose metadata or traces cannot be read (a trace cut beyond salvage, a
+    file that is no trace) is named on stderr, one line per bad file, and left out;
+    the other variants get their verdicts (exit 3 unless --skip-bad).
 
     \b
     Example:
@@ -47,9 +54,12 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
     Exit codes:
         0  the verdicts were written (whatever they say)
         2  usage error (no such folder, or nothing recorded in it)
-        3  a trace or metadata file could not be read (the message names it)
+        3  a trace or metadata file could not be read (each is named on stderr; the
+           verdicts of the other variants are still written unless none could be read);
+           0 with --skip-bad when at least one variant was read
         4  the output exists (use --force), is a file of DIR, or cannot be written
     """
+    from traceprobe.errors import TraceError
     from traceprobe.render.verdicts import render
     from traceprobe.verify import verify_dir
 
@@ -58,5 +68,12 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
     if not output.is_stdout(output_path) and Path(directory).is_dir():
         # nothing under the recording is written over, whatever --force says
         output.check_not_input(output_path, (f for f in Path(directory).rglob("*") if f.is_file()))
-    data = verify_dir(directory, jobs=jobs)
+    errors: list[TraceError] = []
+    data = verify_dir(directory, jobs=jobs, errors=errors)
+    for e in errors:
+        click.echo(f"traceprobe: error: {e}", err=True)
+    if not data["verdicts"] and errors:
+        raise click.exceptions.Exit(TraceError.exit_code)  # nothing could be read
     output.write_text(output_path, render(data, fmt), force=force)
+    if errors and not skip_bad:
+        raise click.exceptions.Exit(TraceError.exit_code)

@@ -116,8 +116,8 @@ def top_ops(cpu: pd.DataFrame, n: int | None = None) -> tuple[TopOp, ...]:
     ops = ops.assign(self_ns=_self_time(ops), input_dims=_col(ops, "input_dims", ""),
                      input_types=_col(ops, "input_types", ""))
     rows = _totals(ops, ["name", "input_dims"])
-    selfs = ops.groupby(["name", "input_dims"], sort=False).agg(
-        self_ns=("self_ns", "sum"), types=("input_types", "first"))
+    by = ops.groupby(["name", "input_dims"], sort=False)  # per column: no dict-like agg's cost
+    selfs = pd.DataFrame({"self_ns": by["self_ns"].sum(), "types": by["input_types"].first()})
     rows = rows.join(selfs, on=["name", "input_dims"])
     rows = rows.sort_values(["self_ns", "total", "name", "input_dims"],
                             ascending=[False, False, True, True], kind="stable")

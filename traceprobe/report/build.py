@@ -79,12 +79,14 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
         whole = replace(whole, critical_path=paths["window"])
         steps: tuple[Report, ...] = ()
         if step == "all":
+            rows = _step_rows(timeline)
+            parts = timeline.windows((s, e) for _, s, e in rows)
             steps = tuple(
                 replace(
-                    _window_report(timeline.window(s, e), s, e, n, devs, pid, "step"),
+                    _window_report(tl, s, e, n, devs, pid, "step"),
                     critical_path=paths["steps"].get(n),
                 )
-                for n, s, e in _step_rows(timeline)
+                for (n, s, e), tl in zip(rows, parts, strict=True)
             )
         whole = replace(whole, steps=steps, warnings=warnings, salvaged=salvaged)
         return replace(whole, headlines=headlines(whole))

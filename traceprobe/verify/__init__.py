@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from traceprobe.errors import TraceError
 from traceprobe.record import registry
 from traceprobe.verify.clauses import (
     best_pair,
@@ -159,15 +160,22 @@ def verify(recorded: Sequence[Recorded]) -> list[dict[str, Any]]:
     return out
 
 
-def verify_dir(path: str | Path, *, jobs: int | None = None) -> dict[str, Any]:
-    """Verdicts for every variant recorded under ``path`` (schema ``traceprobe.verdicts/1``)."""
+def verify_dir(
+    path: str | Path, *, jobs: int | None = None, errors: list[TraceError] | None = None
+) -> dict[str, Any]:
+    """Verdicts for every variant recorded under ``path`` (schema ``traceprobe.verdicts/1``).
+
+    ``errors``: as :func:`load_recorded` (a list collects the variants that cannot be read,
+    which are then left out; None raises the first). ``machine`` is empty when no variant
+    could be read.
+    """
     root = Path(path)
-    recorded = load_recorded(root, jobs=jobs)
+    recorded = load_recorded(root, jobs=jobs, errors=errors)
     verdicts = verify(recorded)
     return {
         "schema": SCHEMA,
         "source": str(root),
-        "machine": machine_of([v.meta for v in recorded]),
+        "machine": machine_of([v.meta for v in recorded]) if recorded else {},
         "thresholds": dict(THRESHOLDS),
         "units": units(verdicts),
         "verdicts": verdicts,

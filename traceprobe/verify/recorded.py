@@ -142,11 +142,14 @@ def machine_of(metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def load_recorded(path: str | Path, *, jobs: int | None = None) -> list[Recorded]:
+def load_recorded(
+    path: str | Path, *, jobs: int | None = None, errors: list[TraceError] | None = None
+) -> list[Recorded]:
     """Every variant recorded under ``path``, in :func:`find_metadata` order, analysed.
 
-    Raises UsageError when ``path`` holds no recording, TraceError when a metadata file
-    or a trace it lists cannot be read.
+    Raises UsageError when ``path`` holds no recording. A metadata file or a trace it
+    lists that cannot be read raises TraceError, unless ``errors`` is a list: then the
+    error is added there and that variant is left out (the others are still analysed).
     """
     from traceprobe import report as rp
     from traceprobe.load import pipeline as loader
@@ -162,18 +165,30 @@ def load_recorded(path: str | Path, *, jobs: int | None = None) -> list[Recorded
     if not metas_at:
         raise UsageError(f"{root}: no {meta_file.FILENAME} under it; record the experiments "
                          f"first: traceprobe record --out {root}")
-    metas = []
+    variants: list[tuple[Path, Any, list[Path]]] = []
     for p in metas_at:
         try:
-            metas.append(meta_file.read(p))
-        except (OSError, ValueError) as e:
-            raise TraceError(p, f"cannot read the metadata ({e})",
-                             "record the variant again") from None
-    files = [trace_paths(p, m) for p, m in zip(metas_at, metas, strict=True)]
-    timelines = iter(loader.load_many([f for fs in files for f in fs], jobs=jobs))
+            try:
+                m = meta_file.read(p)
+            except (OSError, ValueError) as e:
+                raise TraceError(p, f"cannot read the metadata ({e})",
+                                 "record the variant again") from None
+            variants.append((p, m, trace_paths(p, m)))
+        except TraceError as e:
+            if errors is None:
+                raise
+            errors.append(e)
+    files = [f for _, _, fs in variants for f in fs]
+    loaded: dict[Path, Any] = {}
+    if files:
+        with loader.start(files, jobs=jobs) as loading:
+            tls_all = loading.result(errors=errors)
+            loaded = {f.resolve(): t for f, t in zip(loading.loaded, tls_all, strict=True)}
     recorded = []
-    for p, m, fs in zip(metas_at, metas, files, strict=True):
-        tls = [next(timelines) for _ in fs]
+    for p, m, fs in variants:
+        if not all(f.resolve() in loaded for f in fs):
+            continue  # a trace of it could not be read: named in ``errors``
+        tls = [loaded[f.resolve()] for f in fs]
         if not any(t.get("rank") is not None for t in m.get("traces") or []):
             tls = tls[:1]  # --repeat N: one trace per cycle; the first cycle speaks for all
         step = "all" if m.get("workload") == "scheduled" else None
