@@ -154,15 +154,27 @@ def _waited(gpu: pd.DataFrame, corr: pd.Index, call: np.ndarray) -> np.ndarray:
     st = k["stream"].to_numpy(dtype=np.int64)
     start = k["start"].to_numpy(dtype=np.int64)
     out = k["comm"].to_numpy(dtype=bool).copy()
+    call = np.asarray(call, dtype=np.int64)
     for d in np.unique(dev).tolist():
         acts = gpu[gpu["device"] == d].sort_values("end", kind="stable")
         ends = acts["end"].to_numpy(dtype=np.int64)
         streams = acts["stream"].to_numpy(dtype=np.int64)
-        for i in np.flatnonzero((dev == d) & ~out).tolist():
-            lo = max(int(call[i]), int(start[i]) - WAIT_TOLERANCE_NS)
-            a = int(np.searchsorted(ends, lo, side="left"))
-            b = int(np.searchsorted(ends, start[i], side="right"))
-            out[i] = bool((streams[a:b] != st[i]).any())
+        n = len(ends)
+        idx = np.flatnonzero((dev == d) & ~out)
+        if n == 0 or not len(idx):
+            continue
+        # activities ending in [lo, start]: positions [a, b) of the end-sorted ones; one of
+        # them is on another stream when the first is, or when its run of equal streams
+        # (consecutive in end order) stops before b
+        lo = np.maximum(call[idx], start[idx] - WAIT_TOLERANCE_NS)
+        a = np.searchsorted(ends, lo, side="left")
+        b = np.searchsorted(ends, start[idx], side="right")
+        change = np.r_[True, streams[1:] != streams[:-1]]
+        run = np.cumsum(change) - 1
+        run_end = np.r_[np.flatnonzero(change)[1:], n]
+        first = np.minimum(a, n - 1)
+        other = (streams[first] != st[idx]) | (run_end[run[first]] < b)
+        out[idx] = (a < b) & other
     return out
 
 

@@ -58,14 +58,15 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
     kind = df["kind"].to_numpy(dtype=object)
     name = df["name"].to_numpy(dtype=object)
     cls = np.full(len(df), "", object)
-    names, inverse = np.unique(name.astype(str), return_inverse=True)
+    inverse, names = pd.factorize(name)  # each distinct name once (hashing, not sorting)
+    names = names.astype(str)
     is_dl = np.array(["DataLoader" in n for n in names], bool)[inverse]
     is_opt = np.array([n.startswith("Optimizer.") for n in names], bool)[inverse]
     is_step = np.array([n.startswith(STEP_PREFIX) for n in names], bool)[inverse]
     is_sync_name = np.array(["Synchronize" in n for n in names], bool)[inverse]
     is_sync_op = np.array([n in SYNC_OPS for n in names], bool)[inverse]
     ann = kind == "user_annotation"
-    rt = np.isin(kind, list(RUNTIME_KINDS))
+    rt = pd.Series(kind).isin(list(RUNTIME_KINDS)).to_numpy()
     op = kind == "cpu_op"
     cls[ann & ~is_step] = "region"
     cls[(ann | op) & is_opt & ~is_step] = "optimizer"

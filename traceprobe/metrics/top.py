@@ -158,17 +158,18 @@ def _self_time(ops: pd.DataFrame) -> np.ndarray:
     pid = ops["pid"].to_numpy(dtype=np.int64)
     tid = ops["tid"].to_numpy(dtype=np.int64)
     order = np.lexsort((-e, s, tid, pid))
-    self_ns = e - s
+    self_ns = (e - s).tolist()
+    sl, el, pl, tl = s.tolist(), e.tolist(), pid.tolist(), tid.tolist()  # plain ints: fast
     stack: list[int] = []
     last = (None, None)
     for i in order.tolist():
-        thread = (pid[i], tid[i])
+        thread = (pl[i], tl[i])
         if thread != last:
             stack.clear()
             last = thread
-        while stack and e[stack[-1]] <= s[i]:
+        while stack and el[stack[-1]] <= sl[i]:
             stack.pop()
-        if stack and e[i] <= e[stack[-1]]:
-            self_ns[stack[-1]] -= e[i] - s[i]
+        if stack and el[i] <= el[stack[-1]]:
+            self_ns[stack[-1]] -= el[i] - sl[i]
         stack.append(i)
-    return np.maximum(self_ns, 0)
+    return np.maximum(np.asarray(self_ns, dtype=np.int64), 0)
