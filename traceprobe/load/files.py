@@ -11,7 +11,6 @@ the fix (a missing file, a loop of symbolic links, a name too long, permissions)
 
 from __future__ import annotations
 
-import errno
 import os
 import zlib
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from traceprobe.errors import TraceError
+from traceprobe.load.folders import os_error
 
 GZIP_MAGIC = b"\x1f\x8b"
 REEXPORT = (
@@ -74,12 +74,8 @@ class FileChunks:
         p = self.path
         try:
             f = p.open("rb")
-        except FileNotFoundError:
-            if p.is_symlink():
-                raise TraceError(
-                    p, "is a symbolic link to a missing file", "fix the link or its target"
-                ) from None
-            raise TraceError(p, "no such file", "check the path") from None
+        except FileNotFoundError as e:
+            raise (os_error(p, e) or TraceError(p, "no such file", "check the path")) from None
         except IsADirectoryError:
             raise TraceError(
                 p,
@@ -91,14 +87,9 @@ class FileChunks:
                 p, "cannot read the file (permission denied)", "check the file's permissions"
             ) from None
         except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise TraceError(
-                    p, "is a loop of symbolic links", "point at the trace file itself"
-                ) from None
-            if e.errno == errno.ENAMETOOLONG:
-                raise TraceError(
-                    p, "a name in the path is too long for the file system", "check the path"
-                ) from None
+            known = os_error(p, e)
+            if known is not None:
+                raise known from None
             raise TraceError(
                 p, f"cannot read the file ({e.strerror or e})", "check the file and the disk"
             ) from None

@@ -26,24 +26,29 @@ TENSORBOARD_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz")
 TRACE_PATTERNS = ("*.json", "*.json.gz")
 
 
+def os_error(p: Path, e: OSError) -> TraceError | None:
+    """The one-line error for a path the OS refused in a way that names its fix (a loop of
+    symbolic links, a name too long, a link to a missing file); None for any other error."""
+    if e.errno == errno.ELOOP:
+        return TraceError(p, "is a loop of symbolic links", "point at the trace file itself")
+    if e.errno == errno.ENAMETOOLONG:
+        return TraceError(
+            p, "a name in the path is too long for the file system", "check the path"
+        )
+    if isinstance(e, FileNotFoundError) and p.is_symlink():
+        return TraceError(p, "is a symbolic link to a missing file", "fix the link or its target")
+    return None
+
+
 def find_traces(path: PathLike) -> list[Path]:
     """The trace files a path names: itself if a file, else those under a directory."""
     p = Path(path)
     try:
         os.stat(p)
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise TraceError(
-                p, "is a loop of symbolic links", "point at the trace itself"
-            ) from None
-        if e.errno == errno.ENAMETOOLONG:
-            raise TraceError(
-                p, "a name in the path is too long for the file system", "check the path"
-            ) from None
-        if p.is_symlink():
-            raise TraceError(
-                p, "is a symbolic link to a missing file", "fix the link or its target"
-            ) from None
+        known = os_error(p, e)
+        if known is not None:
+            raise known from None
         if isinstance(e, FileNotFoundError):
             raise TraceError(p, "no such file or directory", "check the path") from None
         raise TraceError(p, f"cannot read it ({e.strerror or e})", "check the path") from None
