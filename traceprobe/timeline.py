@@ -52,7 +52,7 @@ busy time when asked for with ``--device``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -216,6 +216,18 @@ class Timeline:
             gpu, cpu, steps = (c.clip(lo, hi) for c in cut)
             yield replace(self, gpu=gpu, cpu=cpu, steps=steps)
 
+    def cut(self, bounds: Sequence[tuple[int, int]]) -> Timeline:
+        """Every window of ``bounds`` at once: each frame holds, for each window, exactly the
+        rows :meth:`window` would keep for it, clipped to it, with the window's index in a
+        ``win`` column (int64), ordered by window and then as in the frame. An event that
+        straddles a boundary appears once per window it falls in. The metrics take such
+        frames and give one result per window (:mod:`traceprobe.metrics.windows`).
+
+        Sorted, disjoint windows (steps) cost one pass over each frame; others are cut one
+        window at a time."""
+        return replace(self, **{name: _cut_frame(getattr(self, name), bounds)
+                                for name in ("gpu", "cpu", "steps")})
+
     def only_devices(self, devices: list[int]) -> Timeline:
         keep = self.gpu["device"].isin(devices)
         return replace(self, gpu=self.gpu[keep])
@@ -333,3 +345,41 @@ def _clipped(out: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
     if "dur_ns" in out.columns:
         out["dur_ns"] = out["end"].to_numpy() - out["start"].to_numpy()
     return out
+
+
+def _cut_frame(df: pd.DataFrame, bounds: Sequence[tuple[int, int]]) -> pd.DataFrame:
+    """:meth:`Timeline.cut` of one frame."""
+    import numpy as np
+    import pandas as pd
+
+    lo = np.asarray([b[0] for b in bounds], dtype=np.int64)
+    hi = np.asarray([b[1] for b in bounds], dtype=np.int64)
+    if df.empty or not len(lo):
+        return df.iloc[:0].assign(win=np.empty(0, np.int64))
+    if not (np.all(lo[1:] >= hi[:-1]) and np.all(hi >= lo)):  # unsorted or overlapping
+        clip = _Clipper(df)
+        parts = [clip.clip(int(a), int(b)).assign(win=i) for i, (a, b) in enumerate(bounds)]
+        out = pd.concat(parts) if parts else df.iloc[:0]
+        out["win"] = out["win"].astype(np.int64)
+        return out.reset_index(drop=True)
+    s = df["start"].to_numpy(dtype=np.int64)
+    e = df["end"].to_numpy(dtype=np.int64)
+    # windows j with lo[j] < e and hi[j] > s (a zero-length event: lo[j] <= s < hi[j])
+    first = np.searchsorted(hi, s, side="right")
+    last = np.searchsorted(lo, e, side="left")  # one past the last window starting before e
+    point = s == e
+    inside = first < len(lo)
+    last = np.where(point, first + (inside & (lo[np.minimum(first, len(lo) - 1)] <= s)), last)
+    count = np.maximum(last - first, 0)
+    rows = np.repeat(np.arange(len(df)), count)
+    offset = np.arange(len(rows)) - np.repeat(np.cumsum(count) - count, count)
+    win = np.repeat(first, count) + offset
+    order = np.lexsort((rows, win))
+    rows, win = rows[order], win[order]
+    out = df.iloc[rows].copy()
+    out["start"] = np.clip(s[rows], lo[win], hi[win])
+    out["end"] = np.clip(e[rows], lo[win], hi[win])
+    if "dur_ns" in out.columns:
+        out["dur_ns"] = out["end"].to_numpy() - out["start"].to_numpy()
+    out["win"] = win.astype(np.int64)
+    return out.reset_index(drop=True)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from traceprobe.intervals import EMPTY, Spans, coverage, max_depth, overlap, spans
 from traceprobe.metrics import fraction, groups, internal
+from traceprobe.metrics.windows import grouped_unions
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,9 @@ def stream_busy(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[StreamBusy, 
     gid = gid.ravel().astype(np.int64)
     n = keys.shape[1]
     mk, mc, ms = kind == "kernel", kind == "memcpy", kind == "memset"
-    busy = _grouped_unions(gid, start, end, n)
-    kernel = _grouped_unions(gid[mk], start[mk], end[mk], n)
-    memcpy = _grouped_unions(gid[mc], start[mc], end[mc], n)
+    busy = grouped_unions(gid, start, end, n)
+    kernel = grouped_unions(gid[mk], start[mk], end[mk], n)
+    memcpy = grouped_unions(gid[mc], start[mc], end[mc], n)
     self_overlap = _grouped_depth2(gid, start, end, n)
     counts = [np.bincount(gid[m], minlength=n) for m in (mk, mc, ms)]
     return tuple(
@@ -178,25 +179,6 @@ def stream_busy(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[StreamBusy, 
         )
         for i in range(n)
     )
-
-
-def _grouped_unions(gid: np.ndarray, s: np.ndarray, e: np.ndarray, n: int) -> list[Spans]:
-    """:func:`traceprobe.intervals.spans` of each group ``0..n-1`` at once (one sort)."""
-    keep = e > s
-    gid, s, e = gid[keep], s[keep], e[keep]
-    if not len(s):
-        return [EMPTY] * n
-    order = np.lexsort((s, gid))
-    gid, s, e = gid[order], s[order], e[order]
-    run_end = pd.Series(e).groupby(gid, sort=False).cummax().to_numpy(np.int64)
-    new = np.ones(len(s), bool)
-    new[1:] = (gid[1:] != gid[:-1]) | (s[1:] > run_end[:-1])
-    idx = np.flatnonzero(new)
-    out_s = s[idx]
-    out_e = run_end[np.append(idx[1:] - 1, len(s) - 1)]
-    bounds = np.searchsorted(gid[idx], np.arange(n + 1))
-    return [Spans(out_s[bounds[i] : bounds[i + 1]], out_e[bounds[i] : bounds[i + 1]])
-            for i in range(n)]
 
 
 def _grouped_depth2(gid: np.ndarray, s: np.ndarray, e: np.ndarray, n: int) -> np.ndarray:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from traceprobe.metrics.windows import win_of
+
 REGION_CLASSES = ("dataloader", "optimizer", "region")
 LEAF_CLASSES = ("sync", "runtime", "cpu_op")
 RUNTIME_KINDS = frozenset({"cuda_runtime", "cuda_driver"})
@@ -44,6 +46,7 @@ class HostEvents:
     cls: np.ndarray  # object: one of REGION_CLASSES + LEAF_CLASSES
     start: np.ndarray  # int64
     end: np.ndarray
+    win: np.ndarray | None = None  # int64 window index of each event (a cut frame), else None
 
     def where(self, classes: tuple[str, ...]) -> np.ndarray:
         return np.isin(self.cls, classes)
@@ -53,7 +56,7 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
     """Classify the events of process ``pid`` (see the module docstring); empty if None."""
     if pid is None or cpu.empty:
         z = np.empty(0, np.int64)
-        return HostEvents(np.empty(0, object), np.empty(0, object), z, z)
+        return HostEvents(np.empty(0, object), np.empty(0, object), z, z, z)
     df = cpu[cpu["pid"] == pid]
     kind = df["kind"].to_numpy(dtype=object)
     name = df["name"].to_numpy(dtype=object)
@@ -81,6 +84,7 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
         cls=cls[keep],
         start=df["start"].to_numpy(dtype=np.int64)[keep],
         end=df["end"].to_numpy(dtype=np.int64)[keep],
+        win=win_of(df)[keep],
     )
 
 
