@@ -303,7 +303,7 @@ def _clip_frame(df: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
     s = df["start"].to_numpy()
     e = df["end"].to_numpy()
     keep = ((s < hi) & (e > lo)) | ((s == e) & (s >= lo) & (s < hi))
-    return _clipped(df[keep].copy(), lo, hi)
+    return _clipped(df[keep], lo, hi)
 
 
 class _Clipper:
@@ -334,11 +334,14 @@ class _Clipper:
         rows = self.order[j:k] if j < k else self.order[:0]
         s, e = self.s[rows], self.e[rows]
         keep = ((s < hi) & (e > lo)) | ((s == e) & (s >= lo) & (s < hi))
-        return _clipped(self.df.iloc[np.sort(rows[keep])].copy(), lo, hi)
+        return _clipped(self.df.iloc[np.sort(rows[keep])], lo, hi)
 
 
 def _clipped(out: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    """``out`` (a new frame of selected rows) with start/end clipped to ``[lo, hi)``."""
     import numpy as np
+
+    out = _own(out)
 
     out["start"] = np.clip(out["start"].to_numpy(), lo, hi)
     out["end"] = np.clip(out["end"].to_numpy(), lo, hi)
@@ -376,10 +379,18 @@ def _cut_frame(df: pd.DataFrame, bounds: Sequence[tuple[int, int]]) -> pd.DataFr
     win = np.repeat(first, count) + offset
     order = np.lexsort((rows, win))
     rows, win = rows[order], win[order]
-    out = df.iloc[rows].copy()
+    out = _own(df.iloc[rows])
     out["start"] = np.clip(s[rows], lo[win], hi[win])
     out["end"] = np.clip(e[rows], lo[win], hi[win])
     if "dur_ns" in out.columns:
         out["dur_ns"] = out["end"].to_numpy() - out["start"].to_numpy()
     out["win"] = win.astype(np.int64)
     return out.reset_index(drop=True)
+
+
+def _own(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (a selection) made safe to assign columns to: as is under pandas 3's
+    copy-on-write, a copy before it (where assigning to a selection warns)."""
+    import pandas as pd
+
+    return rows if int(pd.__version__.split(".")[0]) >= 3 else rows.copy()
