@@ -10,6 +10,10 @@ NVLink for peer copies, half the HBM bandwidth for device-to-device copies (a co
 reads and writes). ``link_share = gb_per_s / link_gb_per_s``. A copy to or from
 *pageable* host memory goes through a staging buffer and blocks the host; ``pageable``
 says so, and the fix is ``pin_memory`` (``tensor.pin_memory()``, ``DataLoader(pin_memory=True)``).
+
+:func:`copy_rates_by_window` gives the rows of every window of a cut frame at once (grouped
+by (window, device, direction, kinds) in one pass, :mod:`.keyed`); :func:`copy_rates` is its
+one-window case.
 """
 
 from __future__ import annotations
