@@ -10,6 +10,10 @@ NVLink for peer copies, half the HBM bandwidth for device-to-device copies (a co
 reads and writes). ``link_share = gb_per_s / link_gb_per_s``. A copy to or from
 *pageable* host memory goes through a staging buffer and blocks the host; ``pageable``
 says so, and the fix is ``pin_memory`` (``tensor.pin_memory()``, ``DataLoader(pin_memory=True)``).
+
+:func:`copy_rates_by_window` gives the rows of every window of a cut frame at once (grouped
+by (window, device, direction, kinds) in one pass, :mod:`.keyed`); :func:`copy_rates` is its
+one-window case.
 """
 
 from __future__ import annotations
@@ -17,7 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+
+from traceprobe.metrics.keyed import count_of, key_groups, of_kind, per_window, values_at
+from traceprobe.metrics.windows import Windows, win_of
 
 # GPU name fragment -> (PCIe GB/s per direction, NVLink GB/s per direction, HBM GB/s)
 LINKS: dict[str, tuple[float, float | None, float]] = {
@@ -27,6 +35,7 @@ LINKS: dict[str, tuple[float, float | None, float]] = {
     "V100": (16.0, 150.0, 900.0),  # PCIe 3.0 x16; NVLink 2 (300 GB/s both ways); HBM2
 }
 HOST_DIRECTIONS = ("HtoD", "DtoH")
+KEY = ("device", "copy_kind", "src_kind", "dst_kind")
 
 
 @dataclass(frozen=True)
@@ -62,31 +71,48 @@ def copy_rates(
     gpu: pd.DataFrame, devices: Sequence[int], names: Mapping[int, str | None]
 ) -> tuple[CopyRate, ...]:
     """One row per (device, direction, source kind, destination kind), by device then size."""
-    c = gpu[(gpu["kind"] == "memcpy") & gpu["device"].isin(list(devices))]
-    if c.empty:
-        return ()
-    known = c["bytes"] >= 0
-    c = c.assign(
-        known_bytes=c["bytes"].where(known, 0),
-        known_ns=(c["end"] - c["start"]).where(known, 0),
-    )
-    by = c.groupby(["device", "copy_kind", "src_kind", "dst_kind"], sort=True)
-    g = pd.DataFrame(  # per column: without a dict-like agg's per-call cost
-        {"copies": by.size(), "bytes": by["known_bytes"].sum(), "ns": by["known_ns"].sum()}
-    )
+    return copy_rates_by_window(gpu, devices, names, 1)[0]
+
+
+def copy_rates_by_window(
+    gpu: pd.DataFrame, devices: Sequence[int], names: Mapping[int, str | None],
+    nwin: int | Windows,
+) -> list[tuple[CopyRate, ...]]:
+    """:func:`copy_rates` of each window of a cut ``gpu`` frame (one per window index).
+
+    Grouped by (window, device, direction, source kind, destination kind) in one pass;
+    within a window, rows by device, then bytes descending, then direction and kinds."""
+    nwin = count_of(nwin)
+    rows = (of_kind(gpu, "memcpy")
+            & np.isin(gpu["device"].to_numpy(dtype=np.int64), list(devices)))
+    nbytes = gpu["bytes"].to_numpy(dtype=np.int64)[rows]
+    dur = (gpu["end"].to_numpy(dtype=np.int64) - gpu["start"].to_numpy(dtype=np.int64))[rows]
+    known = nbytes >= 0
+    g = key_groups(win_of(gpu)[rows], [values_at(gpu, c, rows) for c in KEY])
+    copies = g.size()
+    total_bytes = g.sum(np.where(known, nbytes, 0))
+    total_ns = g.sum(np.where(known, dur, 0))
+    order = g.order(g.codes[0], -total_bytes, *g.codes[1:])
+    links: dict[tuple[int, str], tuple[str | None, float | None]] = {}
     out = []
-    for (dev, direction, src, dst), row in g.iterrows():
-        nbytes, ns = int(row["bytes"]), int(row["ns"])
-        rate = nbytes / ns if ns > 0 and nbytes > 0 else None
-        link, peak = expected_link(names.get(int(dev)), str(direction))
+    for dev, direction, src, dst, count, b, ns in zip(
+        *(v[order].tolist() for v in g.values),
+        copies[order].tolist(), total_bytes[order].tolist(), total_ns[order].tolist(),
+        strict=True,
+    ):
+        rate = b / ns if ns > 0 and b > 0 else None
+        at = (int(dev), str(direction))
+        if at not in links:
+            links[at] = expected_link(names.get(at[0]), at[1])
+        link, peak = links[at]
         out.append(
             CopyRate(
                 device=int(dev),
                 direction=str(direction),
                 src_kind=str(src),
                 dst_kind=str(dst),
-                copies=int(row["copies"]),
-                bytes=nbytes,
+                copies=count,
+                bytes=b,
                 ns=ns,
                 gb_per_s=rate,
                 link=link,
@@ -95,5 +121,4 @@ def copy_rates(
                 pageable="Pageable" in (src, dst),
             )
         )
-    out.sort(key=lambda r: (r.device, -r.bytes, r.direction, r.src_kind, r.dst_kind))
-    return tuple(out)
+    return per_window(out, g.win[order], nwin)

@@ -8,7 +8,13 @@ one kernel count ten times, which is what "time spent in this kernel" means.
   (None when unrecorded). Order: total descending, then name, device, grid, block.
 * CPU ops: per (name, input dims) — the dims "" when shapes were not recorded. ``total`` is
   inclusive (children included); ``self`` subtracts the time of the op's direct children
-  (CPU ops of the same thread that it encloses). Order: self descending, then total, name.
+  (CPU ops of the same thread that it encloses; :mod:`.nesting`). Order: self descending,
+  then total, name, dims. ``input_types``: the group's first recorded types.
+
+Every window at once (``*_by_window``, frames cut by :meth:`Timeline.cut`): rows are grouped
+by (window, key) in one pass (:mod:`.keyed`), sorted by window then by the order above, and
+cut into one tuple per window; a window's tuple is what the plain function gives for that
+window's frames alone. A row whose key is missing (NaN) belongs to no group, as in ``groupby``.
 """
 
 from __future__ import annotations
@@ -20,8 +26,13 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.metrics import fraction
+from traceprobe.metrics.keyed import count_of, key_groups, of_kind, per_window, values_at
+from traceprobe.metrics.nesting import self_times
+from traceprobe.metrics.windows import Windows, win_of
 
 TOP = 10  # what renderers show by default
+KERNEL_KEY = ("name", "device", "grid", "block")
+KERNEL_MEANS = ("registers_per_thread", "occupancy")
 
 
 @dataclass(frozen=True)
@@ -49,127 +60,108 @@ class TopOp:
     input_types: str = ""
 
 
-def _totals(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Per distinct ``by``: ``calls`` and ``total`` duration; largest total first, then ``by``.
-
-    Groups by factorizing each key column once (numpy counts and int64 sums): the
-    same rows as ``groupby(by).agg(...)``, without its per-call overhead.
-    """
-    dur = df["end"].to_numpy(dtype=np.int64) - df["start"].to_numpy(dtype=np.int64)
-    group = np.zeros(len(df), np.int64)
-    keep = np.ones(len(df), bool)
-    uniques = []
-    for col in by:  # mixed-radix code of the key tuple
-        codes, uniq = pd.factorize(df[col], sort=False)
-        keep &= codes >= 0  # like groupby: rows with a missing key belong to no group
-        group = group * max(len(uniq), 1) + codes
-        uniques.append(uniq)
-    group, combos = pd.factorize(group[keep], sort=False)
-    dur = dur[keep]
-    total = np.zeros(len(combos), np.int64)
-    np.add.at(total, group, dur)
-    columns = {}
-    for col, uniq in reversed(list(zip(by, uniques, strict=True))):
-        combos, code = np.divmod(combos, max(len(uniq), 1))
-        columns[col] = np.asarray(uniq)[code]
-    agg = pd.DataFrame({col: columns[col] for col in by})
-    agg["calls"] = np.bincount(group, minlength=len(total))
-    agg["total"] = total
-    return agg.sort_values(["total", *by], ascending=[False, *([True] * len(by))], kind="stable")
-
-
 def top_kernels(
     gpu: pd.DataFrame, devices: Sequence[int], n: int | None = None
 ) -> tuple[TopKernel, ...]:
     """(kernel name, device, grid, block) groups by summed duration; the first ``n`` (all if
     None)."""
-    k = gpu[(gpu["kind"] == "kernel") & gpu["device"].isin(list(devices))]
-    if k.empty:
-        return ()
-    k = k.assign(grid=_col(k, "grid", ""), block=_col(k, "block", ""))
-    all_ns = int((k["end"] - k["start"]).sum())
-    rows = _totals(k, ["name", "device", "grid", "block"])
-    rows = rows if n is None else rows.head(n)
-    means = _means(k, ["name", "device", "grid", "block"], ("registers_per_thread", "occupancy"))
-    return tuple(
-        TopKernel(
-            name=str(r.name),
-            device=int(r.device),
-            count=int(r.calls),
-            total_ns=int(r.total),
-            mean_ns=int(r.total) / int(r.calls),
-            fraction=fraction(int(r.total), all_ns),
-            grid=str(r.grid),
-            block=str(r.block),
-            registers_per_thread=means.get((*r[:4], "registers_per_thread")),
-            occupancy=means.get((*r[:4], "occupancy")),
-        )
-        for r in rows.itertuples(index=False)
-    )
+    return top_kernels_by_window(gpu, devices, 1, n)[0]
 
 
 def top_ops(cpu: pd.DataFrame, n: int | None = None) -> tuple[TopOp, ...]:
     """(CPU op name, input dims) groups by self time (all processes); the first ``n``."""
-    ops = cpu[cpu["kind"] == "cpu_op"]
-    if ops.empty:
-        return ()
-    ops = ops.assign(self_ns=_self_time(ops), input_dims=_col(ops, "input_dims", ""),
-                     input_types=_col(ops, "input_types", ""))
-    rows = _totals(ops, ["name", "input_dims"])
-    by = ops.groupby(["name", "input_dims"], sort=False)  # per column: no dict-like agg's cost
-    selfs = pd.DataFrame({"self_ns": by["self_ns"].sum(), "types": by["input_types"].first()})
-    rows = rows.join(selfs, on=["name", "input_dims"])
-    rows = rows.sort_values(["self_ns", "total", "name", "input_dims"],
-                            ascending=[False, False, True, True], kind="stable")
-    rows = rows if n is None else rows.head(n)
-    return tuple(
-        TopOp(str(r.name), int(r.calls), int(r.total), int(r.total) / int(r.calls),
-              int(r.self_ns), str(r.input_dims), str(r.types))
-        for r in rows.itertuples(index=False)
-    )
+    return top_ops_by_window(cpu, 1, n)[0]
 
 
-def _col(df: pd.DataFrame, name: str, default: object) -> pd.Series:
-    return df[name] if name in df.columns else pd.Series(default, index=df.index, dtype=object)
+def top_kernels_by_window(
+    gpu: pd.DataFrame, devices: Sequence[int], nwin: int | Windows, n: int | None = None
+) -> list[tuple[TopKernel, ...]]:
+    """:func:`top_kernels` of each window of a cut ``gpu`` frame (one per window index).
+
+    Grouped by (window, name, device, grid, block); ``fraction`` is of the summed duration
+    of the window's kernels on ``devices``; the means are per group, over its rows that
+    record the value (>= 0)."""
+    nwin = count_of(nwin)
+    rows = (of_kind(gpu, "kernel")
+            & np.isin(gpu["device"].to_numpy(dtype=np.int64), list(devices)))
+    win = win_of(gpu)[rows]
+    dur = _ints(gpu, "end", rows) - _ints(gpu, "start", rows)
+    all_ns = np.zeros(nwin, np.int64)
+    np.add.at(all_ns, win, dur)
+    g = key_groups(win, [values_at(gpu, c, rows) for c in KERNEL_KEY])
+    calls, total = g.size(), g.sum(dur)
+    order = g.order(-total, *g.codes)
+    means = [_group_means(gpu, c, rows, g.gid, g.n)[order].tolist() for c in KERNEL_MEANS]
+    totals, counts = total[order].tolist(), calls[order].tolist()
+    name, device, grid, block = (v[order].tolist() for v in g.values)
+    den = all_ns[g.win[order]].tolist()
+    out = [
+        TopKernel(name=str(name[i]), device=int(device[i]), count=counts[i],
+                  total_ns=totals[i], mean_ns=totals[i] / counts[i],
+                  fraction=fraction(totals[i], den[i]), grid=str(grid[i]), block=str(block[i]),
+                  registers_per_thread=_or_none(means[0][i]), occupancy=_or_none(means[1][i]))
+        for i in range(len(order))
+    ]
+    return per_window(out, g.win[order], nwin, n)
 
 
-def _means(df: pd.DataFrame, by: list[str], cols: tuple[str, ...]) -> dict[tuple, float]:
-    """Mean of each of ``cols`` per ``by`` group, over the rows that record it (>= 0)."""
-    out: dict[tuple, float] = {}
-    for c in cols:
-        if c not in df.columns:
-            continue
-        v = df[df[c].astype(float) >= 0]
-        if v.empty:
-            continue
-        for key, m in v.groupby(by, sort=False)[c].mean().items():
-            out[(*key, c)] = float(m)
+def top_ops_by_window(
+    cpu: pd.DataFrame, nwin: int | Windows, n: int | None = None
+) -> list[tuple[TopOp, ...]]:
+    """:func:`top_ops` of each window of a cut ``cpu`` frame (one per window index).
+
+    Self times nest within (window, pid, tid): each window's clipped ops only. Grouped by
+    (window, name, input dims); ``input_types`` is each group's first non-missing value
+    (``groupby.first``)."""
+    nwin = count_of(nwin)
+    rows = of_kind(cpu, "cpu_op")
+    win = win_of(cpu)[rows]
+    start, end = _ints(cpu, "start", rows), _ints(cpu, "end", rows)
+    own = self_times(start, end, [win, _ints(cpu, "pid", rows), _ints(cpu, "tid", rows)])
+    g = key_groups(win, [values_at(cpu, "name", rows), values_at(cpu, "input_dims", rows)])
+    calls, total, selfs = g.size(), g.sum(end - start), g.sum(own)
+    order = g.order(-selfs, -total, *g.codes)
+    in_group = g.gid >= 0
+    types = np.full(g.n, "", dtype=object)
+    if in_group.any():
+        types = _column(cpu, "input_types", rows)[in_group].groupby(g.gid[in_group]).first()
+        types = types.to_numpy(dtype=object)
+    totals, counts, own_ns = total[order].tolist(), calls[order].tolist(), selfs[order].tolist()
+    name, dims = (v[order].tolist() for v in g.values)
+    typ = types[order].tolist()
+    out = [
+        TopOp(str(name[i]), counts[i], totals[i], totals[i] / counts[i], own_ns[i],
+              str(dims[i]), str(typ[i]))
+        for i in range(len(order))
+    ]
+    return per_window(out, g.win[order], nwin, n)
+
+
+def _ints(df: pd.DataFrame, col: str, rows: np.ndarray) -> np.ndarray:
+    return df[col].to_numpy(dtype=np.int64)[rows]
+
+
+def _column(df: pd.DataFrame, name: str, rows: np.ndarray) -> pd.Series:
+    """``df[name]`` at ``rows`` (a fresh index); "" everywhere when ``df`` lacks it."""
+    if name not in df.columns:
+        return pd.Series("", index=range(int(rows.sum())), dtype=object)
+    return df[name][rows].reset_index(drop=True)
+
+
+def _group_means(df: pd.DataFrame, col: str, rows: np.ndarray, gid: np.ndarray, groups: int
+                 ) -> np.ndarray:
+    """Per group, the mean of ``col`` over its rows that record it (>= 0); NaN where none
+    does (``groupby.mean``, so the same float to the last bit)."""
+    out = np.full(groups, np.nan)
+    if col not in df.columns:
+        return out
+    v = _column(df, col, rows)
+    ok = (v.astype(float) >= 0).to_numpy(dtype=bool) & (gid >= 0)
+    if ok.any():
+        m = v[ok].groupby(gid[ok]).mean()
+        out[m.index.to_numpy()] = m.to_numpy(dtype=float)
     return out
 
 
-def _self_time(ops: pd.DataFrame) -> np.ndarray:
-    """Per op: its duration minus its direct children's (ops of its thread that it encloses).
-
-    Ops of one thread nest; sorted by start (longer first on ties), a stack of open ops
-    gives each op its parent.
-    """
-    s = ops["start"].to_numpy(dtype=np.int64)
-    e = ops["end"].to_numpy(dtype=np.int64)
-    pid = ops["pid"].to_numpy(dtype=np.int64)
-    tid = ops["tid"].to_numpy(dtype=np.int64)
-    order = np.lexsort((-e, s, tid, pid))
-    self_ns = (e - s).tolist()
-    sl, el, pl, tl = s.tolist(), e.tolist(), pid.tolist(), tid.tolist()  # plain ints: fast
-    stack: list[int] = []
-    last = (None, None)
-    for i in order.tolist():
-        thread = (pl[i], tl[i])
-        if thread != last:
-            stack.clear()
-            last = thread
-        while stack and el[stack[-1]] <= sl[i]:
-            stack.pop()
-        if stack and el[i] <= el[stack[-1]]:
-            self_ns[stack[-1]] -= el[i] - sl[i]
-        stack.append(i)
-    return np.maximum(np.asarray(self_ns, dtype=np.int64), 0)
+def _or_none(x: float) -> float | None:
+    return None if x != x else x  # NaN: no launch of the group records it

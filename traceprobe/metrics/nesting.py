@@ -1,0 +1,91 @@
+"""Self time of nested CPU ops: an op's duration minus its direct children's.
+
+Ops of one thread nest. Sorted by start (longer first on ties, then row order), a stack of
+open ops gives each op its parent::
+
+    for each op i in that order:
+        pop the stack while its top ends at or before i starts
+        if the top encloses i's end: the top is i's parent (its self time loses i's duration)
+        push i
+
+:func:`self_times` computes exactly that, without the Python loop. Every op ``j`` before
+``i`` that ends after ``i`` starts is still on the stack when ``i`` comes (an op is popped
+only by a later op starting at or after its end, and starts only grow), and everything above
+the top that remains ends at or before ``i``'s start. So the top after popping is the
+**last op j before i (same thread) with end[j] > start[i]**. That is found for all ops at
+once by binary lifting over a sparse table of running maxima of ``end`` (restricted to the
+thread): skip back over blocks of 2^l ops whose ends are all ``<= start[i]``, largest blocks
+first. O(n log n) numpy work instead of a Python loop per op.
+
+A "thread" is any key tuple: (window, pid, tid) for cut frames, so that nesting never
+crosses windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def self_times(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) -> np.ndarray:
+    """Per op: ``end - start`` minus the durations of its direct children (ops of the same
+    ``thread`` key tuple that it encloses), floored at 0 (int64, in the input's row order)."""
+    s0 = np.asarray(start, dtype=np.int64)
+    e0 = np.asarray(end, dtype=np.int64)
+    rows = len(s0)
+    if rows == 0:
+        return np.zeros(0, np.int64)
+    keys = [np.asarray(k, dtype=np.int64) for k in thread]
+    order = np.lexsort((-e0, s0, *reversed(keys)))
+    s, e = s0[order], e0[order]
+    new = np.zeros(rows, bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    parent = _last_open(s, e, new)
+    child = parent >= 0
+    child[child] = e[child] <= e[parent[child]]
+    dur = e - s
+    own = dur.copy()
+    np.subtract.at(own, parent[child], dur[child])
+    out = np.empty(rows, np.int64)
+    out[order] = own
+    return np.maximum(out, 0)
+
+
+def _last_open(s: np.ndarray, e: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Per position i: the last position j < i of i's thread with ``e[j] > s[i]``, or -1.
+
+    ``new`` marks each thread's first position. Each thread is preceded by a sentinel that
+    ends at +inf (never skipped), so that no block crosses into the thread before it."""
+    rows = len(s)
+    thread = np.cumsum(new) - 1
+    at_ = np.arange(rows, dtype=np.int64) + thread + 1  # each op's place after the sentinels
+    size = rows + int(thread[-1]) + 1
+    ends = np.full(size, np.iinfo(np.int64).max)
+    ends[at_] = e
+    op_at = np.full(size, -1, np.int64)
+    op_at[at_] = np.arange(rows, dtype=np.int64)
+    sentinels = np.flatnonzero(op_at < 0)
+    longest = int(np.diff(np.append(sentinels, size)).max())  # a thread and its sentinel
+    levels = max(longest.bit_length() - 1, 0)
+    # table[l][j] = max(ends[max(0, j - 2^l + 1) .. j])
+    table = [ends]
+    for lvl in range(1, levels + 1):
+        h = 1 << (lvl - 1)
+        prev = table[-1]
+        cur = np.empty_like(prev)
+        cur[:h] = prev[:h]
+        np.maximum(prev[h:], prev[:-h], out=cur[h:])
+        table.append(cur)
+    # ops whose predecessor is still open need no search
+    look = at_ - 1
+    todo = np.flatnonzero(ends[look] <= s)
+    at, thr = look[todo], s[todo]
+    for lvl in range(levels, -1, -1):
+        skip = table[lvl][at] <= thr
+        at -= skip.astype(np.int64) << lvl
+    look[todo] = at
+    return op_at[look]
