@@ -155,3 +155,47 @@ def test_every_sample_trace_cut_at_its_steps(trace: Path) -> None:
         pytest.skip("no ProfilerSteps")
     for devices in ({*tl.devices}, set(tl.devices[:1])):
         assert_windows_alone(tl, wins, sorted(devices))
+
+
+# -- the keyed searches underneath, against a plain loop ----------------------------------------
+
+keyed_rows = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 9),
+                                st.integers(0, 5)), max_size=12)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(keyed_rows, keyed_rows, st.lists(st.booleans(), min_size=12, max_size=12))
+def test_keyed_searches_are_the_plain_loops(rows, queries, inclusive) -> None:
+    """GIVEN rows (a, b, start, length) and queries (a, b, t) WHEN searching all at once THEN
+    each answer is what a loop over the rows of the query's key gives."""
+    import numpy as np
+
+    from traceprobe.metrics.keyed import NONE, first_of_each, latest_end_before, lookup, rank
+
+    def cols(xs, i):
+        return np.array([x[i] for x in xs], np.int64)
+
+    ka, kb, s, e = cols(rows, 0), cols(rows, 1), cols(rows, 2), cols(rows, 2) + cols(rows, 3)
+    qa, qb, t = cols(queries, 0), cols(queries, 1), cols(queries, 2)
+    inc = np.array(inclusive[: len(queries)], bool)
+    # the first row of each key (smallest start, then the earliest), ordered by key
+    first = first_of_each([ka, kb], s).tolist() if rows else []
+    keys = sorted({(a, b) for a, b, _, _ in rows})
+    assert first == [min((r[2], i) for i, r in enumerate(rows) if r[:2] == k)[1] for k in keys]
+    # lookup among the distinct keys
+    table = [ka[first], kb[first]] if rows else [cols([], 0), cols([], 0)]
+    hit = lookup(table, [qa, qb]).tolist()
+    assert hit == [keys.index((a, b)) if (a, b) in keys else -1 for a, b, _, _ in queries]
+    # rank: rows of a smaller key, or of the query's key with start < t (<= t where inclusive)
+    order, before = rank([ka, kb], s, [qa, qb], t, inc)
+    assert sorted(order.tolist()) == list(range(len(rows)))
+    assert [(ka[i], kb[i], s[i]) for i in order] == sorted(zip(ka, kb, s, strict=True))
+    assert before.tolist() == [
+        sum((r[0], r[1]) < (a, b) or ((r[0], r[1]) == (a, b) and (r[2] <= x if i else r[2] < x))
+            for r in rows)
+        for (a, b, x, _), i in zip(queries, inc, strict=True)
+    ]
+    # the latest end among the rows of the key that start before t
+    got = latest_end_before([ka, kb], s, e, [qa, qb], t).tolist()
+    assert got == [max((r[2] + r[3] for r in rows if r[:2] == (a, b) and r[2] < x), default=NONE)
+                   for a, b, x, _ in queries]

@@ -17,6 +17,11 @@
   kernel started (so the GPU waited for the host, not for a queue or an event). A
   stream is *launch-bound* when it has at least :data:`MIN_LAUNCH_GAPS` host-late gaps
   and its median kernel is shorter than their median.
+
+Both are computed for many windows at once (``*_by_window``, on frames cut by
+:meth:`traceprobe.timeline.Timeline.cut`): every match and search is keyed by the window
+as well (:mod:`traceprobe.metrics.keyed`), so window i's figures are those of its clipped
+rows alone; the one-window functions are that with a single window.
 """
 
 from __future__ import annotations
