@@ -170,7 +170,7 @@ def test_keyed_searches_are_the_plain_loops(rows, queries, inclusive) -> None:
     each answer is what a loop over the rows of the query's key gives."""
     import numpy as np
 
-    from traceprobe.metrics.keyed import NONE, first_of_each, latest_end_before, lookup, rank
+    from traceprobe.metrics.lookups import NONE, first_of_each, latest_end_before, lookup, rank
 
     def cols(xs, i):
         return np.array([x[i] for x in xs], np.int64)

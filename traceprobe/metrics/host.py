@@ -20,7 +20,7 @@
 
 Both are computed for many windows at once (``*_by_window``, on frames cut by
 :meth:`traceprobe.timeline.Timeline.cut`): every match and search is keyed by the window
-as well (:mod:`traceprobe.metrics.keyed`), so window i's figures are those of its clipped
+as well (:mod:`traceprobe.metrics.lookups`), so window i's figures are those of its clipped
 rows alone; the one-window functions are that with a single window.
 """
 
@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from traceprobe.metrics.keyed import first_of_each, group_ids, latest_end_before, lookup, rank
+from traceprobe.metrics.lookups import first_of_each, group_ids, latest_end_before, lookup, rank
 from traceprobe.metrics.windows import Windows, grouped_quantile, win_of
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
@@ -233,7 +233,7 @@ def _waited(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
 
 def _stream_drained_at(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
     """Per launch: when everything that started before its first kernel on that kernel's
-    stream (in its window) had ended (:data:`keyed.NONE`, the minimum int64, when nothing
+    stream (in its window) had ended (:data:`lookups.NONE`, the minimum int64, when nothing
     did). "Before" means a strictly earlier start, so an activity that starts at the same
     instant does not queue it. Activities are kernels, copies and memsets."""
     return latest_end_before(
