@@ -17,21 +17,24 @@
   kernel started (so the GPU waited for the host, not for a queue or an event). A
   stream is *launch-bound* when it has at least :data:`MIN_LAUNCH_GAPS` host-late gaps
   and its median kernel is shorter than their median.
+
+Both are computed for many windows at once (``*_by_window``, on frames cut by
+:meth:`traceprobe.timeline.Timeline.cut`): every match and search is keyed by the window
+as well (:mod:`traceprobe.metrics.lookups`), so window i's figures are those of its clipped
+rows alone; the one-window functions are that with a single window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import (
-    measure_within,
-    spans,
-)
-from traceprobe.metrics import groups
+from traceprobe.metrics.lookups import first_of_each, group_ids, latest_end_before, lookup, rank
+from traceprobe.metrics.windows import Windows, grouped_quantile, win_of
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
 LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
@@ -111,98 +114,131 @@ def host_process(cpu: pd.DataFrame) -> int | None:
 
 def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:
     """Kernel start − launching call start, matched by correlation id (see module docstring)."""
-    k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
-    first = k.groupby("correlation", sort=False)["start"].min()
-    calls = cpu[cpu["kind"].isin(LAUNCH_KINDS) & (cpu["correlation"] >= 0)]
-    launch = calls.drop_duplicates("correlation").set_index("correlation")["start"]
-    both = pd.concat([first.rename("k"), launch.rename("r")], axis=1, join="inner")
-    lat = (both["k"] - both["r"]).to_numpy(dtype=np.int64)
+    return launch_latency_by_window(gpu, cpu, 1)[0]
+
+
+def launch_latency_by_window(
+    gpu: pd.DataFrame, cpu: pd.DataFrame, n: int | Windows
+) -> list[LaunchLatency]:
+    """:func:`launch_latency` of each window ``0..n-1`` of cut frames (:mod:`.windows`; a
+    frame that was not cut is window 0). A kernel and its call are matched by (window,
+    correlation), so each window sees only its own clipped rows; the figures are grouped by
+    window (a ``bincount`` or one sort each)."""
+    n = n.n if isinstance(n, Windows) else n
+    la = _launches(gpu, cpu)
+    unqueued = _stream_drained_at(gpu, la) <= la.call
+    waited = unqueued & _waited(gpu, la)
+    idle = unqueued & ~waited
+    w, lat = la.win, la.lat
+    count = np.bincount(w, minlength=n).tolist()
+    total = np.bincount(w, weights=lat, minlength=n).tolist()  # exact: integer sums < 2**53
+    p50 = grouped_quantile(lat, w, n, 50).tolist()
+    p95 = grouped_quantile(lat, w, n, 95).tolist()
+    top = _grouped_max(lat, w, n).tolist()
+    n_idle = np.bincount(w[idle], minlength=n).tolist()
+    idle_p50 = grouped_quantile(lat[idle], w[idle], n, 50).tolist()
+    idle_top = _grouped_max(lat[idle], w[idle], n).tolist()
+    n_waited = np.bincount(w[waited], minlength=n).tolist()
+    none = LaunchLatency(0, None, None, None, None)
+    return [
+        LaunchLatency(
+            count=c, mean_ns=t / c, p50_ns=a, p95_ns=b, max_ns=m, unqueued_count=u,
+            unqueued_p50_ns=up if u else None, unqueued_max_ns=um if u else None,
+            waited_count=wt,
+        ) if c else none
+        for c, t, a, b, m, u, up, um, wt in zip(
+            count, total, p50, p95, top, n_idle, idle_p50, idle_top, n_waited, strict=True)
+    ]
+
+
+class _Launches(NamedTuple):
+    """The launches of every window with a latency >= 0, ordered by (window, correlation):
+    the launching call's start and the first kernel's device, stream, start, comm flag."""
+
+    win: np.ndarray
+    lat: np.ndarray
+    call: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    start: np.ndarray
+    comm: np.ndarray
+
+
+def _col(df: pd.DataFrame, name: str, mask: np.ndarray | None = None) -> np.ndarray:
+    a = df[name].to_numpy(dtype=bool if name == "comm" else np.int64)
+    return a if mask is None else a[mask]
+
+
+def _first_calls(cpu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(window, correlation, start) of the first launching call of each (window,
+    correlation), in frame order (as ``drop_duplicates``), ordered by (window, correlation)."""
+    m = cpu["kind"].isin(LAUNCH_KINDS).to_numpy() & (_col(cpu, "correlation") >= 0)
+    w, c, s = win_of(cpu)[m], _col(cpu, "correlation", m), _col(cpu, "start", m)
+    first = first_of_each([w, c])
+    return w[first], c[first], s[first]
+
+
+def _launches(gpu: pd.DataFrame, cpu: pd.DataFrame) -> _Launches:
+    """Each (window, correlation)'s first kernel (earliest start, then lowest device, then
+    stream, then the first recorded) matched with its first launching call."""
+    m = (gpu["kind"].to_numpy() == "kernel") & (_col(gpu, "correlation") >= 0)
+    w, c, s = win_of(gpu)[m], _col(gpu, "correlation", m), _col(gpu, "start", m)
+    d, st = _col(gpu, "device", m), _col(gpu, "stream", m)
+    first = first_of_each([w, c], s, d, st)
+    cw, cc, cs = _first_calls(cpu)
+    hit = lookup([cw, cc], [w[first], c[first]])
+    first, call = first[hit >= 0], cs[hit[hit >= 0]]
+    lat = s[first] - call
     keep = lat >= 0
-    lat = lat[keep]
-    if lat.size == 0:
-        return LaunchLatency(0, None, None, None, None)
-    corr = both.index[keep]
-    call = both["r"].to_numpy(dtype=np.int64)[keep]
-    before = _stream_drained_at(gpu).reindex(corr).to_numpy(dtype=np.int64)
-    unqueued = before <= call
-    waited = unqueued & _waited(gpu, corr, call)
-    idle = lat[unqueued & ~waited]
-    return LaunchLatency(
-        count=int(lat.size),
-        mean_ns=float(lat.mean()),
-        p50_ns=float(np.median(lat)),
-        p95_ns=float(np.percentile(lat, 95)),
-        max_ns=int(lat.max()),
-        unqueued_count=int(idle.size),
-        unqueued_p50_ns=float(np.median(idle)) if idle.size else None,
-        unqueued_max_ns=int(idle.max()) if idle.size else None,
-        waited_count=int(waited.sum()),
-    )
+    f = first[keep]
+    return _Launches(w[f], lat[keep], call[keep], d[f], st[f], s[f], _col(gpu, "comm", m)[f])
 
 
-def _waited(gpu: pd.DataFrame, corr: pd.Index, call: np.ndarray) -> np.ndarray:
-    """Per launch (correlation ``corr``, call start ``call``): did its first kernel wait on
-    another stream? A comm kernel always does; otherwise an activity of another stream of its
-    device ended in ``[max(call, start − WAIT_TOLERANCE_NS), start]``."""
-    k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
-    # the first kernel as in _stream_drained_at: earliest start, then lowest device, stream,
-    # then the first recorded
-    k = k.sort_values(["start", "device", "stream"], kind="stable").drop_duplicates(
-        "correlation").set_index("correlation")
-    k = k.reindex(corr)
-    dev = k["device"].to_numpy(dtype=np.int64)
-    st = k["stream"].to_numpy(dtype=np.int64)
-    start = k["start"].to_numpy(dtype=np.int64)
-    out = k["comm"].to_numpy(dtype=bool).copy()
-    call = np.asarray(call, dtype=np.int64)
-    for d in np.unique(dev).tolist():
-        acts = gpu[gpu["device"] == d].sort_values("end", kind="stable")
-        ends = acts["end"].to_numpy(dtype=np.int64)
-        streams = acts["stream"].to_numpy(dtype=np.int64)
-        n = len(ends)
-        idx = np.flatnonzero((dev == d) & ~out)
-        if n == 0 or not len(idx):
-            continue
-        # activities ending in [lo, start]: positions [a, b) of the end-sorted ones; one of
-        # them is on another stream when the first is, or when its run of equal streams
-        # (consecutive in end order) stops before b
-        lo = np.maximum(call[idx], start[idx] - WAIT_TOLERANCE_NS)
-        a = np.searchsorted(ends, lo, side="left")
-        b = np.searchsorted(ends, start[idx], side="right")
-        change = np.r_[True, streams[1:] != streams[:-1]]
-        run = np.cumsum(change) - 1
-        run_end = np.r_[np.flatnonzero(change)[1:], n]
-        first = np.minimum(a, n - 1)
-        other = (streams[first] != st[idx]) | (run_end[run[first]] < b)
-        out[idx] = (a < b) & other
+def _grouped_max(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
+    """Per group ``0..n-1`` of ``gid`` (ascending): the largest value (0 for an empty one)."""
+    out = np.zeros(n, np.int64)
+    if len(values):
+        starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+        out[gid[starts]] = np.maximum.reduceat(values, starts)
     return out
 
 
-def _stream_drained_at(gpu: pd.DataFrame) -> pd.Series:
-    """For each kernel correlation: when everything that started before its first kernel on
-    that kernel's stream had ended (the minimum int64 when nothing did).
+def _waited(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
+    """Per launch: did its first kernel wait on another stream? A comm kernel always does;
+    otherwise an activity of another stream of its device (in its window) ended in
+    ``[max(call, start − WAIT_TOLERANCE_NS), start]``."""
+    out = la.comm.copy()
+    ask = np.flatnonzero(~out)
+    if not len(ask) or gpu.empty:
+        return out
+    # activities ending in [lo, start]: positions [a, b) of those of the kernel's (window,
+    # device) sorted by end; one of them is on another stream when the first is, or when its
+    # run of equal streams (consecutive in end order) stops before b
+    lo = np.maximum(la.call[ask], la.start[ask] - WAIT_TOLERANCE_NS)
+    key = [np.tile(la.win[ask], 2), np.tile(la.device[ask], 2)]
+    order, pos = rank([win_of(gpu), _col(gpu, "device")], _col(gpu, "end"), key,
+                      np.r_[lo, la.start[ask]], np.r_[np.zeros(len(ask), bool),
+                                                      np.ones(len(ask), bool)])
+    a, b = pos[: len(ask)], pos[len(ask):]
+    streams = _col(gpu, "stream")[order]
+    n = len(streams)
+    change = np.r_[True, streams[1:] != streams[:-1]]
+    run = np.cumsum(change) - 1
+    run_end = np.r_[np.flatnonzero(change)[1:], n]
+    first = np.minimum(a, n - 1)
+    other = (streams[first] != la.stream[ask]) | (run_end[run[first]] < b)
+    out[ask] = (a < b) & other
+    return out
 
-    The first kernel is the earliest-starting one with that id (ties: lowest device, then
-    stream); "before" means a strictly earlier start, so an activity that starts at the same
-    instant does not queue it. Activities are kernels, copies and memsets.
-    """
-    k = gpu[(gpu["kind"] == "kernel") & (gpu["correlation"] >= 0)]
-    if k.empty:
-        return pd.Series(dtype=np.int64)
-    first = k.sort_values(["start", "device", "stream"], kind="stable").drop_duplicates(
-        "correlation"
-    )
-    out = np.full(len(first), np.iinfo(np.int64).min, dtype=np.int64)
-    on_stream = groups(gpu, ["device", "stream"])
-    for key, rows in groups(first, ["device", "stream"]).items():
-        acts = gpu.iloc[on_stream[key]]
-        order = np.argsort(acts["start"].to_numpy(dtype=np.int64), kind="stable")
-        starts = acts["start"].to_numpy(dtype=np.int64)[order]
-        latest = np.maximum.accumulate(acts["end"].to_numpy(dtype=np.int64)[order])
-        n_before = np.searchsorted(starts, first["start"].to_numpy(dtype=np.int64)[rows], "left")
-        has = n_before > 0
-        out[rows[has]] = latest[n_before[has] - 1]
-    return pd.Series(out, index=first["correlation"].to_numpy())
+
+def _stream_drained_at(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
+    """Per launch: when everything that started before its first kernel on that kernel's
+    stream (in its window) had ended (:data:`lookups.NONE`, the minimum int64, when nothing
+    did). "Before" means a strictly earlier start, so an activity that starts at the same
+    instant does not queue it. Activities are kernels, copies and memsets."""
+    return latest_end_before(
+        [win_of(gpu), _col(gpu, "device"), _col(gpu, "stream")], _col(gpu, "start"),
+        _col(gpu, "end"), [la.win, la.device, la.stream], la.start)
 
 
 def kernel_gaps(
@@ -211,72 +247,83 @@ def kernel_gaps(
     """Per (device, stream) with at least two kernels: gaps between consecutive kernels,
     which of them were host-late, and whether the stream is launch-bound (module docstring).
     ``cpu`` gives the launching calls; without it no gap is host-late."""
-    k = gpu[(gpu["kind"] == "kernel") & gpu["device"].isin(list(devices))]
-    if len(k) < 2:
-        return ()
-    dev = k["device"].to_numpy(dtype=np.int64)
-    st = k["stream"].to_numpy(dtype=np.int64)
-    s = k["start"].to_numpy(dtype=np.int64)
-    e = k["end"].to_numpy(dtype=np.int64)
-    corr = k["correlation"].to_numpy(dtype=np.int64)
-    order = np.lexsort((e, s, st, dev))
-    dev, st, s, e, corr = dev[order], st[order], s[order], e[order], corr[order]
-    same = (dev[1:] == dev[:-1]) & (st[1:] == st[:-1])
-    group = np.concatenate([[0], np.cumsum(~same)])
-    latest_end = pd.Series(e).groupby(group).cummax().to_numpy(dtype=np.int64)
+    return kernel_gaps_by_window(gpu, devices, cpu, 1)[0]
+
+
+def kernel_gaps_by_window(
+    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None, n: int | Windows
+) -> list[tuple[KernelGaps, ...]]:
+    """:func:`kernel_gaps` of each window ``0..n-1`` of cut frames (:mod:`.windows`): the
+    kernels are sorted once by (window, device, stream, start, end), so each (window, device,
+    stream) is a run of rows; its gaps are grouped by that run (``bincount`` and
+    :func:`~.windows.grouped_quantile`)."""
+    n = n.n if isinstance(n, Windows) else n
+    m = (gpu["kind"].to_numpy() == "kernel") & gpu["device"].isin(list(devices)).to_numpy()
+    if m.sum() < 2:
+        return [()] * n
+    w, dev, st = win_of(gpu)[m], _col(gpu, "device", m), _col(gpu, "stream", m)
+    s, e, corr = _col(gpu, "start", m), _col(gpu, "end", m), _col(gpu, "correlation", m)
+    order = np.lexsort((e, s, st, dev, w))
+    w, dev, st, s, e, corr = w[order], dev[order], st[order], s[order], e[order], corr[order]
+    gid = group_ids([w, dev, st])
+    same = gid[1:] == gid[:-1]
+    latest_end = pd.Series(e).groupby(gid).cummax().to_numpy(dtype=np.int64)
     gap = np.maximum(s[1:] - latest_end[:-1], 0)[same]
-    late = _host_late(gpu, cpu, dev[1:][same], latest_end[:-1][same], s[1:][same],
-                      s[:-1][same], corr[1:][same]) & (gap > 0)
-    gap_frame = pd.DataFrame(
-        {"device": dev[1:][same], "stream": st[1:][same], "gap": gap, "positive": gap > 0,
-         "late": late, "late_gap": np.where(late, gap, np.nan)}
-    )
-    stats = gap_frame.groupby(["device", "stream"], sort=True).agg(
-        gaps=("positive", "sum"), mean=("gap", "mean"), p50=("gap", "median"), max=("gap", "max"),
-        late=("late", "sum"), late_p50=("late_gap", "median"),
-    )
-    dur = pd.Series(e - s, index=pd.MultiIndex.from_arrays([dev, st], names=["device", "stream"]))
-    kernel_p50 = dur.groupby(level=[0, 1]).median()
-    out = []
-    for (d, stream), row in stats.iterrows():
-        kp50 = float(kernel_p50.loc[(d, stream)])
-        n_late = int(row["late"])
-        late_p50 = float(row["late_p50"]) if n_late else None
-        out.append(
-            KernelGaps(
-                device=int(d),
-                stream=int(stream),
-                gaps=int(row["gaps"]),
-                mean_ns=float(row["mean"]),
-                p50_ns=float(row["p50"]),
-                max_ns=int(row["max"]),
-                kernel_p50_ns=kp50,
-                launch_bound=bool(
-                    n_late >= MIN_LAUNCH_GAPS and late_p50 is not None and kp50 < late_p50
-                ),
-                host_late_gaps=n_late,
-                host_late_p50_ns=late_p50,
-            )
-        )
-    return tuple(out)
+    late = _host_late(gpu, cpu, w[1:][same], dev[1:][same], latest_end[:-1][same],
+                      s[1:][same], s[:-1][same], corr[1:][same]) & (gap > 0)
+    g, ng = gid[1:][same], int(gid[-1]) + 1
+    pairs = np.bincount(g, minlength=ng).tolist()
+    positive = np.bincount(g[gap > 0], minlength=ng).tolist()
+    total = np.bincount(g, weights=gap, minlength=ng).tolist()  # exact: integer sums < 2**53
+    p50 = grouped_quantile(gap, g, ng, 50).tolist()
+    top = _grouped_max(gap, g, ng).tolist()
+    n_late = np.bincount(g[late], minlength=ng).tolist()
+    late_p50 = grouped_quantile(gap[late], g[late], ng, 50).tolist()
+    kernel_p50 = grouped_quantile(e - s, gid, ng, 50).tolist()
+    head = np.flatnonzero(np.r_[True, ~same])
+    gw, gd, gs = w[head].tolist(), dev[head].tolist(), st[head].tolist()
+    out: list[list[KernelGaps]] = [[] for _ in range(n)]
+    for i in range(ng):
+        if not pairs[i]:
+            continue
+        lp50 = late_p50[i] if n_late[i] else None
+        out[gw[i]].append(KernelGaps(
+            device=gd[i],
+            stream=gs[i],
+            gaps=positive[i],
+            mean_ns=total[i] / pairs[i],
+            p50_ns=p50[i],
+            max_ns=top[i],
+            kernel_p50_ns=kernel_p50[i],
+            launch_bound=bool(
+                n_late[i] >= MIN_LAUNCH_GAPS and lp50 is not None and kernel_p50[i] < lp50
+            ),
+            host_late_gaps=n_late[i],
+            host_late_p50_ns=lp50,
+        ))
+    return [tuple(x) for x in out]
 
 
 def _host_late(
-    gpu: pd.DataFrame, cpu: pd.DataFrame | None, dev: np.ndarray, gap_lo: np.ndarray,
-    gap_hi: np.ndarray, prev_start: np.ndarray, corr: np.ndarray,
+    gpu: pd.DataFrame, cpu: pd.DataFrame | None, win: np.ndarray, dev: np.ndarray,
+    gap_lo: np.ndarray, gap_hi: np.ndarray, prev_start: np.ndarray, corr: np.ndarray,
 ) -> np.ndarray:
-    """Per gap ``[gap_lo, gap_hi)`` of device ``dev``: the device idle through it, and the next
-    kernel (correlation ``corr``) launched by a call that began after ``prev_start``."""
+    """Per gap ``[gap_lo, gap_hi)`` of device ``dev`` in window ``win``: the device idle
+    through it (no activity of that device and window, of positive length, starts before
+    ``gap_hi`` and ends after ``gap_lo``), and the next kernel (correlation ``corr``) launched
+    by a call (of that window) that began after ``prev_start``."""
+    late = np.zeros(len(win), bool)
     if cpu is None or cpu.empty:
-        return np.zeros(len(dev), bool)
-    calls = cpu[cpu["kind"].isin(LAUNCH_KINDS) & (cpu["correlation"] >= 0)]
-    launch = calls.drop_duplicates("correlation").set_index("correlation")["start"]
-    call = launch.reindex(corr).to_numpy(dtype=np.float64)
+        return late
+    cw, cc, cs = _first_calls(cpu)
+    if not len(cs):
+        return late
+    hit = lookup([cw, cc], [win, corr])
+    # compared as float64, as before (a missing call is NaN)
+    call = np.where(hit >= 0, cs[np.maximum(hit, 0)].astype(np.float64), np.nan)
     issued_late = ~np.isnan(call) & (call > prev_start)
-    idle = np.zeros(len(dev), bool)
-    for d in np.unique(dev).tolist():
-        g = gpu[gpu["device"] == d]
-        busy = spans(g["start"].to_numpy(dtype=np.int64), g["end"].to_numpy(dtype=np.int64))
-        m = dev == d
-        idle[m] = measure_within(busy, gap_lo[m], gap_hi[m]) == 0
-    return idle & issued_late
+    s, e = _col(gpu, "start"), _col(gpu, "end")
+    pos = e > s
+    busy_until = latest_end_before([win_of(gpu)[pos], _col(gpu, "device", pos)], s[pos], e[pos],
+                                   [win, dev], gap_hi)
+    return (busy_until <= gap_lo) & issued_late
