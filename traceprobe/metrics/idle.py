@@ -30,11 +30,17 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.intervals import Spans, difference, measure_within, spans
-from traceprobe.metrics.axis import Axis, first_of_runs, grouped_sum, string_ranks
+from traceprobe.metrics.axis import (
+    Axis,
+    first_of_runs,
+    grouped_sum,
+    sorted_unique,
+    string_ranks,
+)
 from traceprobe.metrics.devices import DeviceBusy
 from traceprobe.metrics.host import Cause, HostIdle
 from traceprobe.metrics.regions import LEAF_CLASSES, REGION_CLASSES, HostEvents, innermost
-from traceprobe.metrics.windows import Windows
+from traceprobe.metrics.windows import Windows, offsets
 
 TOP_CAUSES = 5
 TOP_CHILDREN = 3
@@ -101,7 +107,7 @@ def idle_causes_by_window(
         for k in col.tolist():
             w = slots[k][0]
             out[w].append(HostIdle(slots[k][2].device, int(idle_ns[w]), int(host_ns[w]),
-                                   causes.get(w, ())))
+                                   causes[w]))
     return [tuple(x) for x in out]
 
 
@@ -159,7 +165,7 @@ def _lay(ev: HostEvents, axis: Axis) -> _Laid:
     # stable: among equal times the later event ranks higher)
     rank = np.empty(count, np.int64)
     rank[np.lexsort((-ev.end, ev.start, win))] = np.arange(count)
-    bounds = np.unique(np.concatenate([s, e, axis.base, axis.base + (axis.hi - axis.lo)]))
+    bounds = sorted_unique(np.concatenate([s, e, axis.base, axis.base + (axis.hi - axis.lo)]))
     codes, uniques = pd.factorize(pd.Series(ev.name, dtype=object))
     names = [str(u) for u in uniques] + list(_SPECIAL)
     cls_codes, cls_uniques = pd.factorize(pd.Series(ev.cls, dtype=object))
@@ -197,7 +203,8 @@ def _charges(laid: _Laid, idle_s: np.ndarray, idle_e: np.ndarray, others: Spans)
     empty = np.empty(0, np.int64)
     if not idle_s.size:
         return _Charges(*([empty] * 7))
-    bounds = np.unique(np.concatenate([laid.bounds, idle_s, idle_e, others.starts, others.ends]))
+    bounds = sorted_unique(
+        np.concatenate([laid.bounds, idle_s, idle_e, others.starts, others.ends]))
     x, length = bounds[:-1], np.diff(bounds)
     j = np.searchsorted(idle_s, x, side="right") - 1
     ok = (j >= 0) & (x < idle_e[np.maximum(j, 0)]) & (length > 0)
@@ -236,12 +243,12 @@ def _charges(laid: _Laid, idle_s: np.ndarray, idle_e: np.ndarray, others: Spans)
 
 def _partition(
     ch: _Charges, laid: _Laid, idle_ns: np.ndarray, top: int
-) -> dict[int, tuple[Cause, ...]]:
+) -> list[tuple[Cause, ...]]:
     """Per window with idle time: its causes, largest first (ties: kind in the report's
     order, then name), the ``top`` first, each with its ``TOP_CHILDREN`` largest children.
     One sort by (window, kind, name) sums them all; one more ranks them."""
     if not ch.ns.size:
-        return {}
+        return [()] * len(idle_ns)
     (gw, gk, gn), ns, calls = _sums([ch.win, ch.kind, ch.name], ch.ns, ch.ev)
     order = np.lexsort((laid.name_rank[gn], gk, -ns, gw))
     keep = order[_rank_in_run(gw[order]) < top]
@@ -249,20 +256,26 @@ def _partition(
     (cw, ck, cn, cc), cns, _ = _sums([ch.win[m], ch.kind[m], ch.name[m], ch.child[m]], ch.ns[m])
     corder = np.lexsort((laid.name_rank[cc], -cns, cn, ck, cw))
     ckeep = corder[_rank_in_run(cw[corder], ck[corder], cn[corder]) < TOP_CHILDREN]
-    names = laid.names
-    kids: dict[tuple[int, int, int], list[tuple[str, int]]] = {}
-    for w, k, nm, c, v in zip(cw[ckeep].tolist(), ck[ckeep].tolist(), cn[ckeep].tolist(),
-                              cc[ckeep].tolist(), cns[ckeep].tolist(), strict=True):
-        kids.setdefault((w, k, nm), []).append((names[c], v))
-    out: dict[int, list[Cause]] = {}
-    for w, k, nm, v, c in zip(gw[keep].tolist(), gk[keep].tolist(), gn[keep].tolist(),
-                              ns[keep].tolist(), calls[keep].tolist(), strict=True):
-        total = int(idle_ns[w])
-        children = tuple(Cause(cn_, "", cv, 0, _share(cv, total))
-                         for cn_, cv in kids.get((w, k, nm), ()))
-        out.setdefault(w, []).append(
-            Cause(names[nm], KIND_ORDER[k], v, c, _share(v, total), children))
-    return {w: tuple(c) for w, c in out.items()}
+    names, size = laid.names, len(laid.names)
+    # a (window, kind, name) as one int: its children are found by it
+    pkey = ((cw[ckeep] * len(KIND_ORDER) + ck[ckeep]) * size + cn[ckeep]).tolist()
+    kids: dict[int, list[tuple[str, int]]] = {}
+    for key, c, v in zip(pkey, cc[ckeep].tolist(), cns[ckeep].tolist(), strict=True):
+        kids.setdefault(key, []).append((names[c], v))
+    totals = idle_ns.tolist()
+    wins = gw[keep]
+    keys = ((wins * len(KIND_ORDER) + gk[keep]) * size + gn[keep]).tolist()
+    causes = []
+    for w, key, k, nm, v, c in zip(wins.tolist(), keys, gk[keep].tolist(), gn[keep].tolist(),
+                                   ns[keep].tolist(), calls[keep].tolist(), strict=True):
+        total = totals[w]
+        sub = kids.get(key)
+        children = tuple(Cause(cn_, "", cv, 0, cv / total if total else None)
+                         for cn_, cv in sub) if sub else ()
+        causes.append(Cause(names[nm], KIND_ORDER[k], v, c, v / total if total else None,
+                            children))
+    at = offsets(wins, len(totals)).tolist()
+    return [tuple(causes[at[w] : at[w + 1]]) for w in range(len(totals))]
 
 
 def _sums(

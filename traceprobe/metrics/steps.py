@@ -27,14 +27,14 @@ are summed per (step, name) in one sort.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from traceprobe.intervals import EMPTY, measure_within, spans, union
-from traceprobe.metrics.axis import Axis, first_of_runs, string_ranks
+from traceprobe.metrics.axis import Axis, first_of_runs, sorted_unique, string_ranks
 from traceprobe.metrics.regions import REGION_CLASSES, HostEvents, innermost
 from traceprobe.metrics.windows import offsets, win_of
 
@@ -92,7 +92,7 @@ def step_breakdown_by_window(
     host = [spans(ev_s[m], ev_e[m]) for m in (np.isin(ev.cls, ("runtime", "sync")),
                                               ev.cls == "dataloader",
                                               np.isin(ev.cls, ("cpu_op", "optimizer", "region")))]
-    regions = _regions(ev, axis, ev_s, ev_e, s_ax, e_ax)
+    regions = _regions(ev, ev_s, ev_e, s_ax, e_ax)
     g_win = win_of(gpu)
     g_dev = gpu["device"].to_numpy()
     g_kind = gpu["kind"].to_numpy(dtype=object)
@@ -104,6 +104,7 @@ def step_breakdown_by_window(
     length = (se - ss).tolist()
     bounds = offsets(sw, n).tolist()
     steps_l, ss_l, se_l = num.tolist(), ss.tolist(), se.tolist()
+    part = _parts()
     targets: list[int | None] = [*devices] or [None]
     rows: list[list[StepBreakdown]] = [[] for _ in range(n)]
     for dev in targets:
@@ -122,8 +123,7 @@ def step_breakdown_by_window(
                 total = length[i]
                 ns = per_step[i]
                 ns.append(total - sum(ns))
-                parts = tuple(Part(c, v, _share(v, total)) for c, v in zip(CATEGORIES, ns,
-                                                                         strict=True))
+                parts = tuple([part(c, v, total) for c, v in zip(CATEGORIES, ns, strict=True)])
                 rows[w].append(StepBreakdown(steps_l[i], dev, ss_l[i], se_l[i], parts,
                                              regions[i]))
     return [tuple(r) if r else () for r in rows]
@@ -144,7 +144,7 @@ def _steps(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 
 
 def _regions(
-    ev: HostEvents, axis: Axis, ev_s: np.ndarray, ev_e: np.ndarray, s: np.ndarray,
+    ev: HostEvents, ev_s: np.ndarray, ev_e: np.ndarray, s: np.ndarray,
     e: np.ndarray,
 ) -> list[tuple[Part, ...]]:
     """Per step (``s``/``e`` on the axis): its window split by the innermost region (see the
@@ -153,7 +153,7 @@ def _regions(
     win = ev.win[idx] if ev.win is not None else np.zeros(idx.size, np.int64)
     rank = np.empty(idx.size, np.int64)  # the innermost rule's order, by the events' own times
     rank[np.lexsort((-ev.end[idx], ev.start[idx], win))] = np.arange(idx.size)
-    bounds = np.unique(np.concatenate([s, e, ev_s[idx], ev_e[idx]]))
+    bounds = sorted_unique(np.concatenate([s, e, ev_s[idx], ev_e[idx]]))
     owner = innermost(bounds, ev_s[idx], ev_e[idx], rank)
     seg_s, length = bounds[:-1], np.diff(bounds)
     # a segment belongs to the last step starting at or before it, if inside that step
@@ -175,6 +175,7 @@ def _regions(
                        strict=True):
         per[i].append((names[k], v))
     out = []
+    part = _parts()
     for i, total in enumerate((e - s).tolist()):
         rows = per[i]
         if not rows and total:
@@ -182,8 +183,22 @@ def _regions(
         if len(rows) > TOP_REGIONS:
             rest = sum(v for _, v in rows[TOP_REGIONS - 1 :])
             rows = rows[: TOP_REGIONS - 1] + [("(other regions)", rest)]
-        out.append(tuple(Part(k, v, _share(v, total)) for k, v in rows))
+        out.append(tuple([part(k, v, total) for k, v in rows]))
     return out
+
+
+def _parts() -> Callable[[str, int, int], Part]:
+    """``Part(name, ns, share of total)``, each distinct one made once (parts are frozen, and
+    many steps share some: every zero part of a step of equal length)."""
+    made: dict[tuple[str, int, int], Part] = {}
+
+    def part(name: str, ns: int, total: int) -> Part:
+        p = made.get((name, ns, total))
+        if p is None:
+            p = made[(name, ns, total)] = Part(name, ns, _share(ns, total))
+        return p
+
+    return part
 
 
 def _share(ns: int, total: int) -> float | None:
