@@ -19,6 +19,13 @@ So the causes partition the idle time: they sum to it exactly when all are liste
 report lists the :data:`TOP_CAUSES` largest). Each cause carries ``ns``, ``share`` (of the
 device's idle time) and ``calls`` (events of that name that own some of its time; for
 ``host idle`` the idle gaps that hold some).
+
+:func:`idle_causes_by_window` does this for many windows at once (``--step all``): the
+windows lie end to end on one :class:`~.axis.Axis`, the innermost events of every window
+are found in one sweep, each device's idle set is one difference over all windows, and the
+charged segments are summed per (window, kind, name) in one sort, then ranked in another.
+Per window only the result's dataclasses are built in Python. :func:`idle_causes` is the
+same for one window.
 """
 
 from __future__ import annotations

@@ -140,10 +140,3 @@ def innermost(
         back[r] = idx
         owner[has] = back[best[has]]
     return owner
-
-
-def segments(*points: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Sorted distinct boundaries of all ``points`` inside ``[lo, hi]``, with lo and hi."""
-    allp = np.concatenate([np.asarray(p, np.int64).ravel() for p in points] + [[lo, hi]])
-    allp = allp[(allp >= lo) & (allp <= hi)]
-    return np.unique(allp)
