@@ -75,9 +75,8 @@ def step_breakdown_by_window(
     of ``gpu``, ``ev`` and ``steps`` whose ``win`` is ``i`` (cut frames; a frame without
     ``win`` is window 0). Per window the steps are taken by start (ties: frame order), the
     first row of each step number kept; devices in the order of ``devices``."""
-    out: list[tuple[StepBreakdown, ...]] = [()] * n
     if steps.empty:
-        return out
+        return [()] * n
     sw, num, ss, se = _steps(steps)
     lo = np.zeros(n, np.int64)
     hi = np.zeros(n, np.int64)
