@@ -19,25 +19,35 @@ So the causes partition the idle time: they sum to it exactly when all are liste
 report lists the :data:`TOP_CAUSES` largest). Each cause carries ``ns``, ``share`` (of the
 device's idle time) and ``calls`` (events of that name that own some of its time; for
 ``host idle`` the idle gaps that hold some).
+
+:func:`idle_causes_by_window` does this for many windows at once (``--step all``): the
+windows lie end to end on one :class:`~.axis.Axis`, the innermost events of every window
+are found in one sweep, each device's idle set is one difference over all windows, and the
+charged segments are summed per (window, kind, name) in one sort, then ranked in another.
+Per window only the result's dataclasses are built in Python. :func:`idle_causes` is the
+same for one window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import Spans, gaps, overlap, spans, union
+from traceprobe.intervals import Spans, difference, measure_within, spans
+from traceprobe.metrics.axis import (
+    Axis,
+    first_of_runs,
+    grouped_sum,
+    sorted_unique,
+    string_ranks,
+)
 from traceprobe.metrics.devices import DeviceBusy
 from traceprobe.metrics.host import Cause, HostIdle
-from traceprobe.metrics.regions import (
-    LEAF_CLASSES,
-    REGION_CLASSES,
-    HostEvents,
-    innermost,
-    segments,
-)
+from traceprobe.metrics.regions import LEAF_CLASSES, REGION_CLASSES, HostEvents, innermost
+from traceprobe.metrics.windows import Windows, offsets
 
 TOP_CAUSES = 5
 TOP_CHILDREN = 3
@@ -47,20 +57,65 @@ SYNCHRONIZATION = "synchronization"
 NO_OP = "(no CPU op)"
 KIND_ORDER = ("dataloader", "optimizer", "region", "wait", "sync", "cpu_op", "runtime",
               "host_idle")
+_KIND = {k: i for i, k in enumerate(KIND_ORDER)}  # a kind's code is its rank in the report
 
 
 def idle_causes(
     busy: Sequence[DeviceBusy], ev: HostEvents, lo: int, hi: int, top: int = TOP_CAUSES
 ) -> tuple[HostIdle, ...]:
     """Per device: idle time in ``[lo, hi)``, how much of it the host was busy, and why."""
-    everything = spans(ev.start, ev.end)
-    out = []
-    for dev in busy:
-        idle = gaps(dev.busy, lo, hi)
-        others = union(*(d.busy for d in busy if d.device != dev.device))
-        causes = _partition(idle, ev, others, lo, hi)
-        out.append(HostIdle(dev.device, idle.length, overlap(idle, everything), causes[:top]))
-    return tuple(out)
+    return idle_causes_by_window([tuple(busy)], ev, Windows.one(lo, hi), top)[0]
+
+
+def idle_causes_by_window(
+    busy_per_window: Sequence[Sequence[DeviceBusy]],
+    ev: HostEvents,
+    windows: Windows,
+    top: int = TOP_CAUSES,
+) -> list[tuple[HostIdle, ...]]:
+    """:func:`idle_causes` of every window at once: item ``i`` is its result for window
+    ``i`` with the busy sets ``busy_per_window[i]`` and the events of ``ev`` whose ``win``
+    is ``i`` (all of them when ``ev`` has no ``win``).
+
+    All windows lie on one :class:`~.axis.Axis`; the innermost events are found once for
+    all of them, then for the ``j``-th device of every window at once: its idle set, the
+    other devices' busy set, the charged segments and their sums per (window, cause).
+    """
+    n = windows.n
+    axis = Axis.of(windows.lo, windows.hi)
+    laid = _lay(ev, axis)
+    slots = [(w, j, d) for w, devs in enumerate(busy_per_window) for j, d in enumerate(devs)]
+    out: list[list[HostIdle]] = [[] for _ in range(n)]
+    if not slots:
+        return [()] * n
+    slot_win = np.array([w for w, _, _ in slots], np.int64)
+    slot_pos = np.array([j for _, j, _ in slots], np.int64)
+    dev_ids = pd.factorize(pd.Series([d.device for _, _, d in slots], dtype=object))[0]
+    sizes = np.array([len(d.busy) for _, _, d in slots], np.int64)
+    piece = np.repeat(np.arange(len(slots)), sizes)
+    pwin = slot_win[piece]
+    cat = [d.busy for _, _, d in slots if len(d.busy)]
+    ps = axis.put(np.concatenate([b.starts for b in cat]) if cat else piece, pwin)
+    pe = axis.put(np.concatenate([b.ends for b in cat]) if cat else piece, pwin)
+    for j in range(int(slot_pos.max()) + 1):
+        col = np.flatnonzero(slot_pos == j)
+        has = np.zeros(n, bool)
+        has[slot_win[col]] = True
+        dev = np.full(n, -1, np.int64)
+        dev[slot_win[col]] = dev_ids[col]
+        mine = slot_pos[piece] == j
+        idle = difference(axis.windows(has), spans(ps[mine], pe[mine]))
+        theirs = has[pwin] & (dev_ids[piece] != dev[pwin])
+        others = spans(ps[theirs], pe[theirs])
+        where = axis.win_at(idle.starts)
+        idle_ns = grouped_sum(idle.ends - idle.starts, where, n)
+        host_ns = grouped_sum(measure_within(laid.everything, idle.starts, idle.ends), where, n)
+        causes = _partition(_charges(laid, idle.starts, idle.ends, others), laid, idle_ns, top)
+        for k in col.tolist():
+            w = slots[k][0]
+            out[w].append(HostIdle(slots[k][2].device, int(idle_ns[w]), int(host_ns[w]),
+                                   causes[w]))
+    return [tuple(x) for x in out]
 
 
 def gap_causes(
@@ -70,100 +125,189 @@ def gap_causes(
     partition above (ties in the report's order: kind, then name); None for a gap charged
     nothing. ``traceprobe annotate`` labels its idle gaps with it."""
     out: list[tuple[str, str, int] | None] = [None] * len(idle)
-    df = _charges(idle, ev, others, lo, hi)
-    if df is None or df.empty:
+    axis = Axis.of(np.array([lo]), np.array([hi]))
+    laid = _lay(ev, axis)
+    zero, zo = np.zeros(len(idle), np.int64), np.zeros(len(others), np.int64)
+    theirs = spans(axis.put(others.starts, zo), axis.put(others.ends, zo))
+    ch = _charges(laid, axis.put(idle.starts, zero), axis.put(idle.ends, zero), theirs)
+    if not ch.ns.size:
         return out
-    per = df.groupby(["gap", "kind", "name"], sort=False)["ns"].sum()
-    rank = {k: i for i, k in enumerate(KIND_ORDER)}
-    best: dict[int, tuple[int, int, str, str]] = {}
-    for (g, k_, n_), v in per.items():
-        key = (-int(v), rank.get(str(k_), 99), str(n_), str(k_))
-        if int(g) not in best or key < best[int(g)]:
-            best[int(g)] = key
-    for g, (v, _, n_, k_) in best.items():
-        out[g] = (k_, n_, -v)
+    (gap_of, kind, name), ns, _ = _sums([ch.gap, ch.kind, ch.name], ch.ns)
+    order = np.lexsort((laid.name_rank[name], kind, -ns, gap_of))
+    best = order[first_of_runs(gap_of[order])]
+    for gap, k, nm, v in zip(gap_of[best].tolist(), kind[best].tolist(), name[best].tolist(),
+                             ns[best].tolist(), strict=True):
+        out[gap] = (KIND_ORDER[k], laid.names[nm], v)
     return out
 
 
-def _partition(idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int) -> tuple[Cause, ...]:
-    df = _charges(idle, ev, others, lo, hi)
-    if df is None:
-        return ()
-    total = int(idle.length)
-    by = df.groupby(["kind", "name"], sort=False)  # per column: no dict-like agg's cost
-    top = pd.DataFrame({"ns": by["ns"].sum(), "calls": by["ev"].nunique()})
-    rank = {k: i for i, k in enumerate(KIND_ORDER)}
-    rows = sorted(top.itertuples(), key=lambda t: (-t.ns, rank.get(t.Index[0], 99), t.Index[1]))
-    kids = df[df["child"] != ""].groupby(["kind", "name", "child"], sort=False)["ns"].sum()
-    child_ns: dict[tuple[str, str], dict[str, int]] = {}
-    for (k_, n_, c_), v in kids.items():
-        child_ns.setdefault((k_, n_), {})[c_] = int(v)
-    out = []
-    for t in rows:
-        k_, n_ = t.Index
-        children: tuple[Cause, ...] = ()
-        sub = sorted(child_ns.get((k_, n_), {}).items(), key=lambda cv: (-cv[1], cv[0]))
-        children = tuple(
-            Cause(str(c), "", int(v), 0, _share(int(v), total)) for c, v in sub[:TOP_CHILDREN]
-        )
-        out.append(Cause(str(n_), str(k_), int(t.ns), int(t.calls), _share(int(t.ns), total),
-                         children))
-    return tuple(out)
+@dataclass(frozen=True)
+class _Laid:
+    """The host events of all windows on the axis, with what the partition needs of them:
+    codes of their kinds (:data:`KIND_ORDER`) and names (into ``names``, which ends with
+    the causes' own names), and the innermost region, sync and other leaf event of each
+    segment between consecutive event boundaries (``bounds``)."""
+
+    n_events: int
+    base: np.ndarray  # the axis's window bases
+    kind: np.ndarray  # per event: its class's code
+    name: np.ndarray  # per event: its name's code
+    names: list[str]
+    name_rank: np.ndarray  # per name code: its rank in string order
+    bounds: np.ndarray
+    reg: np.ndarray  # per segment of bounds: the innermost event of its class set, or -1
+    syn: np.ndarray
+    leaf: np.ndarray
+    everything: Spans  # the time any event covers
 
 
-def _charges(
-    idle: Spans, ev: HostEvents, others: Spans, lo: int, hi: int
-) -> pd.DataFrame | None:
-    """One row per idle segment: its cause's kind and name, the inner call (child), its ns,
-    the owning event (``ev``) and the idle gap it lies in (``gap``); None without idle time."""
-    if idle.empty:
-        return None
-    from traceprobe.intervals import measure_within
+_SPECIAL = (WAITING, SYNCHRONIZATION, HOST_IDLE, NO_OP)  # codes len(uniques) + 0..3
 
-    near = measure_within(idle, ev.start, ev.end) > 0
-    st, en, nm, cls = ev.start[near], ev.end[near], ev.name[near], ev.cls[near]
-    bounds = segments(idle.starts, idle.ends, st, en, others.starts, others.ends, lo=lo, hi=hi)
-    s0, length = bounds[:-1], np.diff(bounds)
-    j = np.searchsorted(idle.starts, s0, side="right") - 1
-    in_idle = (j >= 0) & (s0 < idle.ends[np.maximum(j, 0)]) & (length > 0)
-    gap_of = j
 
-    def owner(classes: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-        idx = np.flatnonzero(np.isin(cls, classes))
-        if idx.size == 0:
-            return np.full(int(in_idle.sum()), -1, np.int64), idx
-        o = innermost(bounds, st[idx], en[idx])
-        return np.where(o >= 0, idx[np.maximum(o, 0)], -1)[in_idle], idx
+def _lay(ev: HostEvents, axis: Axis) -> _Laid:
+    count = len(ev.start)
+    win = ev.win if ev.win is not None else np.zeros(count, np.int64)
+    s, e = axis.put(ev.start, win), axis.put(ev.end, win)
+    # the innermost rule's order, by the events' own times, window by window (lexsort is
+    # stable: among equal times the later event ranks higher)
+    rank = np.empty(count, np.int64)
+    rank[np.lexsort((-ev.end, ev.start, win))] = np.arange(count)
+    bounds = sorted_unique(np.concatenate([s, e, axis.base, axis.base + (axis.hi - axis.lo)]))
+    codes, uniques = pd.factorize(pd.Series(ev.name, dtype=object))
+    names = [str(u) for u in uniques] + list(_SPECIAL)
+    cls_codes, cls_uniques = pd.factorize(pd.Series(ev.cls, dtype=object))
+    kind = np.array([_KIND[str(c)] for c in cls_uniques], np.int64)[cls_codes]
 
-    reg, _ = owner(REGION_CLASSES)
-    syn, _ = owner(("sync",))
-    leaf, _ = owner(tuple(c for c in LEAF_CLASSES if c != "sync"))
-    s0, length, gap_of = s0[in_idle], length[in_idle], gap_of[in_idle]
-    k = np.searchsorted(others.starts, s0, side="right") - 1
-    other_busy = (k >= 0) & (s0 < others.ends[np.maximum(k, 0)]) if not others.empty else (
-        np.zeros(len(s0), bool))
+    def owner(classes: tuple[str, ...]) -> np.ndarray:
+        idx = np.flatnonzero(np.isin(ev.cls, classes))
+        o = innermost(bounds, s[idx], e[idx], rank[idx])
+        return np.where(o >= 0, idx[np.maximum(o, 0)] if idx.size else o, -1)
 
-    n = len(s0)
-    kind = np.full(n, "host_idle", object)
-    name = np.full(n, HOST_IDLE, object)
-    child = np.full(n, "", object)
-    event = gap_of.astype(np.int64) + len(st)  # host idle: "calls" are idle gaps
+    return _Laid(
+        count, axis.base, kind, codes.astype(np.int64), names, string_ranks(names), bounds,
+        owner(REGION_CLASSES), owner(("sync",)),
+        owner(tuple(c for c in LEAF_CLASSES if c != "sync")), spans(s, e),
+    )
+
+
+@dataclass(frozen=True)
+class _Charges:
+    """One row per idle segment (on the axis): its window, its cause's kind and name codes,
+    the inner call's name code (``child``, -1 for none), its ns, the owning event (``ev``;
+    for host idle ``n_events`` + the gap) and the idle gap it lies in."""
+
+    win: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    child: np.ndarray
+    ns: np.ndarray
+    ev: np.ndarray
+    gap: np.ndarray
+
+
+def _charges(laid: _Laid, idle_s: np.ndarray, idle_e: np.ndarray, others: Spans) -> _Charges:
+    """Charge every idle instant (the rules of the module docstring), all windows at once."""
+    empty = np.empty(0, np.int64)
+    if not idle_s.size:
+        return _Charges(*([empty] * 7))
+    bounds = sorted_unique(
+        np.concatenate([laid.bounds, idle_s, idle_e, others.starts, others.ends]))
+    x, length = bounds[:-1], np.diff(bounds)
+    j = np.searchsorted(idle_s, x, side="right") - 1
+    ok = (j >= 0) & (x < idle_e[np.maximum(j, 0)]) & (length > 0)
+    x, length, gap = x[ok], length[ok], j[ok]
+    at = np.clip(np.searchsorted(laid.bounds, x, side="right") - 1, 0,
+                 max(laid.bounds.size - 2, 0))
+    none = np.full(x.size, -1, np.int64)
+    reg, syn, leaf = ((own[at] if own.size else none) for own in (laid.reg, laid.syn, laid.leaf))
+    if others.empty:
+        other_busy = np.zeros(x.size, bool)
+    else:
+        k = np.searchsorted(others.starts, x, side="right") - 1
+        other_busy = (k >= 0) & (x < others.ends[np.maximum(k, 0)])
+
+    u = len(laid.names) - len(_SPECIAL)
+    kind = np.full(x.size, _KIND["host_idle"], np.int64)
+    name = np.full(x.size, u + 2, np.int64)
+    child = np.full(x.size, -1, np.int64)
+    event = gap + laid.n_events  # host idle: its "calls" are idle gaps
     inner = np.where(syn >= 0, syn, leaf)
-    inner_name = np.full(n, NO_OP, object)
-    inner_name[inner >= 0] = nm[inner[inner >= 0]]
+    inner_name = np.where(inner >= 0, laid.name[np.maximum(inner, 0)], u + 3) if laid.n_events \
+        else np.full(x.size, u + 3, np.int64)
 
     r = reg >= 0
-    kind[r], name[r], child[r], event[r] = cls[reg[r]], nm[reg[r]], inner_name[r], reg[r]
+    kind[r], name[r], child[r], event[r] = (laid.kind[reg[r]], laid.name[reg[r]], inner_name[r],
+                                            reg[r])
     s = ~r & (syn >= 0)
-    kind[s] = np.where(other_busy[s], "wait", "sync")
-    name[s] = np.where(other_busy[s], WAITING, SYNCHRONIZATION)
-    child[s], event[s] = nm[syn[s]], syn[s]
+    kind[s] = np.where(other_busy[s], _KIND["wait"], _KIND["sync"])
+    name[s] = np.where(other_busy[s], u, u + 1)
+    child[s], event[s] = laid.name[syn[s]], syn[s]
     lf = ~r & ~s & (leaf >= 0)
-    kind[lf], name[lf], event[lf] = cls[leaf[lf]], nm[leaf[lf]], leaf[lf]
+    kind[lf], name[lf], event[lf] = laid.kind[leaf[lf]], laid.name[leaf[lf]], leaf[lf]
+    win = np.searchsorted(laid.base, x, side="right") - 1
+    return _Charges(win, kind, name, child, length, event, gap)
 
-    return pd.DataFrame(
-        {"kind": kind, "name": name, "child": child, "ns": length, "ev": event, "gap": gap_of}
-    )
+
+def _partition(
+    ch: _Charges, laid: _Laid, idle_ns: np.ndarray, top: int
+) -> list[tuple[Cause, ...]]:
+    """Per window with idle time: its causes, largest first (ties: kind in the report's
+    order, then name), the ``top`` first, each with its ``TOP_CHILDREN`` largest children.
+    One sort by (window, kind, name) sums them all; one more ranks them."""
+    if not ch.ns.size:
+        return [()] * len(idle_ns)
+    (gw, gk, gn), ns, calls = _sums([ch.win, ch.kind, ch.name], ch.ns, ch.ev)
+    order = np.lexsort((laid.name_rank[gn], gk, -ns, gw))
+    keep = order[_rank_in_run(gw[order]) < top]
+    m = ch.child >= 0
+    (cw, ck, cn, cc), cns, _ = _sums([ch.win[m], ch.kind[m], ch.name[m], ch.child[m]], ch.ns[m])
+    corder = np.lexsort((laid.name_rank[cc], -cns, cn, ck, cw))
+    ckeep = corder[_rank_in_run(cw[corder], ck[corder], cn[corder]) < TOP_CHILDREN]
+    names, size = laid.names, len(laid.names)
+    # a (window, kind, name) as one int: its children are found by it
+    pkey = ((cw[ckeep] * len(KIND_ORDER) + ck[ckeep]) * size + cn[ckeep]).tolist()
+    kids: dict[int, list[tuple[str, int]]] = {}
+    for key, c, v in zip(pkey, cc[ckeep].tolist(), cns[ckeep].tolist(), strict=True):
+        kids.setdefault(key, []).append((names[c], v))
+    totals = idle_ns.tolist()
+    wins = gw[keep]
+    keys = ((wins * len(KIND_ORDER) + gk[keep]) * size + gn[keep]).tolist()
+    causes = []
+    for w, key, k, nm, v, c in zip(wins.tolist(), keys, gk[keep].tolist(), gn[keep].tolist(),
+                                   ns[keep].tolist(), calls[keep].tolist(), strict=True):
+        total = totals[w]
+        sub = kids.get(key)
+        children = tuple(Cause(cn_, "", cv, 0, cv / total if total else None)
+                         for cn_, cv in sub) if sub else ()
+        causes.append(Cause(names[nm], KIND_ORDER[k], v, c, v / total if total else None,
+                            children))
+    at = offsets(wins, len(totals)).tolist()
+    return [tuple(causes[at[w] : at[w + 1]]) for w in range(len(totals))]
+
+
+def _sums(
+    keys: list[np.ndarray], ns: np.ndarray, ev: np.ndarray | None = None
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Group rows by ``keys`` (one sort): each group's keys (sorted by them), its summed
+    ``ns`` and its number of distinct ``ev`` (zeros without ``ev``)."""
+    sort_by = ([ev] if ev is not None else []) + keys[::-1]
+    order = np.lexsort(tuple(sort_by))
+    ks = [k[order] for k in keys]
+    first = np.flatnonzero(first_of_runs(*ks))
+    if not first.size:
+        empty = np.empty(0, np.int64)
+        return [empty] * len(keys), empty, empty
+    total = np.add.reduceat(ns[order], first)
+    calls = (np.add.reduceat(first_of_runs(*ks, ev[order]).astype(np.int64), first)
+             if ev is not None else np.zeros(first.size, np.int64))
+    return [k[first] for k in ks], total, calls
+
+
+def _rank_in_run(*sorted_keys: np.ndarray) -> np.ndarray:
+    """Each row's position in its run of equal ``sorted_keys`` (0 for the run's first)."""
+    idx = np.arange(sorted_keys[0].shape[0])
+    start = np.maximum.accumulate(np.where(first_of_runs(*sorted_keys), idx, 0))
+    return idx - start
 
 
 def _share(ns: int, total: int) -> float | None:

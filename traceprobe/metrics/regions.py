@@ -88,28 +88,55 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
     )
 
 
-def innermost(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def innermost(
+    bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray, rank: np.ndarray | None = None
+) -> np.ndarray:
     """For each elementary segment ``[bounds[i], bounds[i+1])``: the index of the innermost
     event (into ``starts``/``ends``) covering it, or -1.
 
     ``bounds`` must be sorted and hold every start and end that falls inside its range.
-    Events are painted outermost first, so a later (inner) one overwrites; the cost is the
-    number of segments each event covers, i.e. about the nesting depth times the segments.
+    The innermost event is the covering one of highest ``rank``; by default the rank is the
+    order by start, then the longer first, then the index (the one that started last wins,
+    ties: the one that ends first, then the later event). ``rank`` lets a caller order by
+    other times than those it covers with (unclipped ones) or rank many windows at once.
+
+    No loop over events: each event's run of segments ``[a, b)`` is split into two
+    power-of-two blocks that cover it (``[a, a + 2^k)`` and ``[b - 2^k, b)``, ``2^k <= b - a``),
+    each block keeps the highest rank put on it, and the blocks are halved level by level
+    down to single segments (a sparse table run backwards): one pass over the segments per
+    level, ``log2`` of the longest run levels.
     """
-    owner = np.full(max(len(bounds) - 1, 0), -1, np.int64)
-    if owner.size == 0 or starts.size == 0:
+    size = max(len(bounds) - 1, 0)
+    owner = np.full(size, -1, np.int64)
+    if size == 0 or starts.size == 0:
         return owner
+    if rank is None:
+        rank = np.empty(starts.size, np.int64)
+        rank[np.lexsort((-ends, starts))] = np.arange(starts.size)
     a = np.searchsorted(bounds, starts, side="left")
-    b = np.searchsorted(bounds, ends, side="left")
-    order = np.lexsort((-ends, starts))  # by start, then the longer first
-    for i, lo, hi in zip(order.tolist(), a[order].tolist(), b[order].tolist(), strict=True):
-        if hi > lo:
-            owner[lo:hi] = i
+    b = np.minimum(np.searchsorted(bounds, ends, side="left"), size)
+    keep = b > a
+    if not keep.any():
+        return owner
+    idx = np.flatnonzero(keep)
+    a, b, r = a[idx], b[idx], np.asarray(rank, np.int64)[idx]
+    level = np.frexp((b - a).astype(np.float64))[1].astype(np.int64) - 1  # floor(log2(b - a))
+    best = np.full(size, -1, np.int64)
+    by_level = np.argsort(level, kind="stable")
+    cuts = np.searchsorted(level[by_level], np.arange(int(level.max()) + 2))
+    for lev in range(int(level.max()), -1, -1):
+        sel = by_level[cuts[lev] : cuts[lev + 1]]
+        if sel.size:
+            width = 1 << lev
+            pos = np.concatenate([a[sel], b[sel] - width])
+            val = np.concatenate([r[sel], r[sel]])
+            np.maximum.at(best, pos, val)
+        if lev:
+            half = 1 << (lev - 1)
+            np.maximum(best[half:], best[:-half].copy(), out=best[half:])
+    has = best >= 0
+    if has.any():
+        back = np.full(int(r.max()) + 1, -1, np.int64)
+        back[r] = idx
+        owner[has] = back[best[has]]
     return owner
-
-
-def segments(*points: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Sorted distinct boundaries of all ``points`` inside ``[lo, hi]``, with lo and hi."""
-    allp = np.concatenate([np.asarray(p, np.int64).ravel() for p in points] + [[lo, hi]])
-    allp = allp[(allp >= lo) & (allp <= hi)]
-    return np.unique(allp)
