@@ -260,3 +260,20 @@ def test_launch_that_waited_on_another_stream_is_not_launch_overhead() -> None:
     assert (lat.count, lat.waited_count, lat.unqueued_count, lat.unqueued_p50_ns) == (4, 2, 2, 7.5)
     # the compute kernel (10 ns after its call) and the plain one (5 ns) were overhead
     assert lat.unqueued_max_ns == 10
+
+
+def test_host_late_compares_epoch_nanoseconds_exactly() -> None:
+    """GIVEN the host-late loop at epoch scale (t ≈ 1.7e18 ns, beyond float64's exact
+    integers) with each launching call 1 ns after the previous kernel began, and the same
+    loop with each call 1 ns before it THEN the first has every gap host-late, the second
+    none (a float comparison rounds both to 'equal')."""
+    from traceprobe.metrics.host import kernel_gaps
+
+    base = 1_700_000_000_000_000_000
+    for offset, late in ((1, 11), (-1, 0)):
+        gpu = [kernel(base + 100 * i, base + 100 * i + 2, correlation=i + 1) for i in range(12)]
+        cpu = [runtime(base + 100 * (i - 1) + offset, base + 100 * (i - 1) + offset + 1,
+                       correlation=i + 1) for i in range(12)]
+        tl = timeline(gpu=gpu, cpu=cpu)
+        (g,) = kernel_gaps(tl.gpu, [0], tl.cpu)
+        assert (g.gaps, g.host_late_gaps) == (11, late)

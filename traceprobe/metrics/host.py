@@ -319,9 +319,8 @@ def _host_late(
     if not len(cs):
         return late
     hit = lookup([cw, cc], [win, corr])
-    # compared as float64, as before (a missing call is NaN)
-    call = np.where(hit >= 0, cs[np.maximum(hit, 0)].astype(np.float64), np.nan)
-    issued_late = ~np.isnan(call) & (call > prev_start)
+    # int64 against int64: epoch nanoseconds (~1.7e18) are beyond float64's exact integers
+    issued_late = (hit >= 0) & (cs[np.maximum(hit, 0)] > prev_start)
     s, e = _col(gpu, "start"), _col(gpu, "end")
     pos = e > s
     busy_until = latest_end_before([win_of(gpu)[pos], _col(gpu, "device", pos)], s[pos], e[pos],
