@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from traceprobe.intervals import EMPTY, Spans
 from traceprobe.metrics import fraction, internal
+from traceprobe.metrics.rows import rows_of
 from traceprobe.metrics.sweeps import (
     Grouped,
     depths,
@@ -35,6 +37,8 @@ from traceprobe.metrics.sweeps import (
     unions,
 )
 from traceprobe.metrics.windows import Windows, win_of
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -156,41 +160,42 @@ def device_busy_by_window(
     e = gpu["end"].to_numpy(np.int64)[keep]
     stream = gpu["stream"].to_numpy(np.int64)[keep]
     size = n * m
-    counts = np.bincount(g * 4 + kc, minlength=size * 4).reshape(size, 4)[:, :3].tolist()
+    counts = np.bincount(g * 4 + kc, minlength=size * 4).reshape(size, 4)
     busy = unions(g, s, e, size)
     k3 = kc < 3
     by_kind = unions(g[k3] * 3 + kc[k3], s[k3], e[k3], size * 3)
-    busy_ns = busy.lengths().tolist()
-    kind_ns = by_kind.lengths().reshape(size, 3).tolist()
-    busy_sets = busy.spans()
-    kernel_sets = by_kind.spans(range(0, size * 3, 3))
+    kind_ns = by_kind.lengths().reshape(size, 3)
     order, new = _sorted_runs(g, stream)
-    distinct = np.bincount(g[order][new], minlength=size).tolist()
-    extent = [0] * size
+    distinct = np.bincount(g[order][new], minlength=size)
+    extent = np.zeros(size, np.int64)
     if len(g):
-        starts = np.flatnonzero(np.r_[True, g[order][1:] != g[order][:-1]])
-        first = g[order][starts]
-        ext = np.maximum.reduceat(e[order], starts) - np.minimum.reduceat(s[order], starts)
-        for gi, x in zip(first.tolist(), ext.tolist(), strict=True):
-            extent[gi] = x
-    lengths = windows.length.tolist()
-    slot = {d: i for i, d in enumerate(uniq)}
-    out = []
-    for w in range(n):
-        span = lengths[w]
-        rows = []
-        for d in devices:
-            i = w * m + slot[d]
-            b = busy_ns[i]
-            rows.append(DeviceBusy(
-                device=d, name=names.get(d), busy_ns=b, kernel_ns=kind_ns[i][0],
-                memcpy_ns=kind_ns[i][1], memset_ns=kind_ns[i][2], idle_ns=span - b,
-                utilization=fraction(b, span), active_span_ns=extent[i], kernels=counts[i][0],
-                memcpys=counts[i][1], memsets=counts[i][2], streams=distinct[i],
-                busy=busy_sets[i], kernel=kernel_sets[i],
-            ))
-        out.append(tuple(rows))
-    return out
+        first = np.flatnonzero(np.r_[True, g[order][1:] != g[order][:-1]])
+        extent[g[order][first]] = (np.maximum.reduceat(e[order], first)
+                                   - np.minimum.reduceat(s[order], first))
+    # row j of window w is devices[j]: its group is w * m + (its position among the distinct)
+    wanted = list(devices)
+    at = (np.arange(n)[:, None] * m + np.asarray([uniq.index(int(d)) for d in wanted],
+                                                  np.int64)).ravel()
+    busy_ns = busy.lengths()[at]
+    span = np.repeat(windows.length, len(wanted))
+    rows = rows_of(
+        DeviceBusy, device=wanted * n, name=[names.get(d) for d in wanted] * n,
+        busy_ns=busy_ns.tolist(), kernel_ns=kind_ns[at, 0].tolist(),
+        memcpy_ns=kind_ns[at, 1].tolist(), memset_ns=kind_ns[at, 2].tolist(),
+        idle_ns=(span - busy_ns).tolist(),
+        utilization=[fraction(b, w) for b, w in zip(busy_ns.tolist(), span.tolist(),
+                                                     strict=True)],
+        active_span_ns=extent[at].tolist(), kernels=counts[at, 0].tolist(),
+        memcpys=counts[at, 1].tolist(), memsets=counts[at, 2].tolist(),
+        streams=distinct[at].tolist(), busy=busy.spans(at),
+        kernel=by_kind.spans(at * 3),
+    )
+    return _chunks(rows, len(wanted), n)
+
+
+def _chunks(rows: list[T], k: int, n: int) -> list[tuple[T, ...]]:
+    """``rows`` as ``n`` consecutive tuples of ``k``."""
+    return [tuple(rows[w * k : (w + 1) * k]) for w in range(n)]
 
 
 def stream_busy(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[StreamBusy, ...]:
@@ -226,14 +231,13 @@ def stream_busy_by_window(
     kernel_ns = unions(gid[mk], start[mk], end[mk], k).lengths().tolist()
     memcpy_ns = unions(gid[mc], start[mc], end[mc], k).lengths().tolist()
     self_overlap = depths(gid, start, end, k).cover2.tolist()
-    counts = np.bincount(gid * 4 + kind, minlength=k * 4).reshape(k, 4).tolist()
-    busy_ns, busy_sets = busy.lengths().tolist(), busy.spans()
-    rows = [
-        StreamBusy(device=d, stream=s, busy_ns=busy_ns[i], kernels=counts[i][0],
-                   memcpys=counts[i][1], memsets=counts[i][2], kernel_ns=kernel_ns[i],
-                   memcpy_ns=memcpy_ns[i], self_overlap_ns=self_overlap[i], busy=busy_sets[i])
-        for i, (d, s) in enumerate(zip(dev[first].tolist(), st[first].tolist(), strict=True))
-    ]
+    counts = np.bincount(gid * 4 + kind, minlength=k * 4).reshape(k, 4)
+    rows = rows_of(
+        StreamBusy, device=dev[first].tolist(), stream=st[first].tolist(),
+        busy_ns=busy.lengths().tolist(), kernels=counts[:, 0].tolist(),
+        memcpys=counts[:, 1].tolist(), memsets=counts[:, 2].tolist(), kernel_ns=kernel_ns,
+        memcpy_ns=memcpy_ns, self_overlap_ns=self_overlap, busy=busy.spans(),
+    )
     bounds = offsets(win[first], n).tolist()
     return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
 
@@ -259,45 +263,39 @@ def stream_concurrency_by_window(
     one more over the pieces of every pair (groups of at most ``ALL_PAIRS_UPTO`` streams)
     gives each pair's overlap. Larger groups list their :func:`top_pairs`."""
     n = len(streams)
-    uniq = sorted(set(int(d) for d in devices))
-    slot = {d: i for i, d in enumerate(uniq)}
+    everyone = [sb for mine in streams for sb in mine]
+    pos, uniq = positions(np.fromiter((sb.device for sb in everyone), np.int64, len(everyone)),
+                          devices)
     m = len(uniq)
-    group, members = [], []
-    for w, mine in enumerate(streams):
-        for sb in mine:
-            at = slot.get(sb.device)
-            if at is not None:
-                group.append(w * m + at)
-                members.append(sb)
-    g = np.asarray(group, np.int64)
+    win = np.repeat(np.arange(n, dtype=np.int64), [len(mine) for mine in streams])
+    keep = np.flatnonzero(pos >= 0)
+    g = win[keep] * m + pos[keep]
     order = np.argsort(g, kind="stable")  # a group's members contiguous, in the order given
-    members = [members[i] for i in order.tolist()]
+    members = [everyone[i] for i in keep[order].tolist()]
     moff = offsets(g[order], n * m)
     flat = Grouped.of([sb.busy for sb in members])
-    piece_group = np.repeat(g[order], np.diff(flat.off))
-    sweep = depths(piece_group, flat.starts, flat.ends, n * m)
-    concurrent, most = sweep.cover2.tolist(), sweep.max_depth.tolist()
+    sweep = depths(np.repeat(g[order], np.diff(flat.off)), flat.starts, flat.ends, n * m)
     a, b, poff = pairs_within(moff, ALL_PAIRS_UPTO)
-    both = overlaps(flat, a, flat, b).tolist()
     ids = [sb.stream for sb in members]
-    a_l, b_l, poff_l, moff_l = a.tolist(), b.tolist(), poff.tolist(), moff.tolist()
-    out = []
-    for w in range(n):
-        rows = []
-        for d in devices:
-            i = w * m + slot[d]
-            k = moff_l[i + 1] - moff_l[i]
-            omitted = k > ALL_PAIRS_UPTO
-            if omitted:
-                pairs = top_pairs(members[moff_l[i] : moff_l[i + 1]], TOP_PAIRS)
-            else:
-                pairs = tuple(StreamPair((ids[a_l[p]], ids[b_l[p]]), both[p])
-                              for p in range(poff_l[i], poff_l[i + 1]))
-            rows.append(StreamConcurrency(device=d, streams=k, concurrent_ns=concurrent[i],
-                                          max_concurrent=most[i], pairs=pairs,
-                                          pairs_omitted=omitted))
-        out.append(tuple(rows))
-    return out
+    pairs = rows_of(StreamPair, streams=[(ids[i], ids[j]) for i, j in zip(a.tolist(), b.tolist(),
+                                                                         strict=True)],
+                    overlap_ns=overlaps(flat, a, flat, b).tolist())
+    wanted = list(devices)
+    at = (np.arange(n)[:, None] * m + np.asarray([uniq.index(int(d)) for d in wanted],
+                                                  np.int64)).ravel()
+    size = np.diff(moff)[at].tolist()
+    lo, hi = poff[at].tolist(), poff[at + 1].tolist()
+    listed = [tuple(pairs[i:j]) for i, j in zip(lo, hi, strict=True)]
+    for r, k in enumerate(size):
+        if k > ALL_PAIRS_UPTO:
+            i = int(at[r])
+            listed[r] = top_pairs(members[moff[i] : moff[i + 1]], TOP_PAIRS)
+    rows = rows_of(
+        StreamConcurrency, device=wanted * n, streams=size,
+        concurrent_ns=sweep.cover2[at].tolist(), max_concurrent=sweep.max_depth[at].tolist(),
+        pairs=listed, pairs_omitted=[k > ALL_PAIRS_UPTO for k in size],
+    )
+    return _chunks(rows, len(wanted), n)
 
 
 def top_pairs(

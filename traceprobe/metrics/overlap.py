@@ -21,6 +21,7 @@ import pandas as pd
 from traceprobe.intervals import Spans, overlap
 from traceprobe.metrics import fraction
 from traceprobe.metrics.devices import DeviceBusy, StreamBusy, StreamConcurrency
+from traceprobe.metrics.rows import rows_of
 from traceprobe.metrics.sweeps import (
     Grouped,
     depths,
@@ -177,32 +178,34 @@ def copy_compute_by_window(
                 ).to_numpy(bool)[keep]
     nbytes = np.maximum(copies["bytes"].to_numpy(np.int64)[keep], 0)
     sets = unions(g, np.concatenate([s, s[own]]), np.concatenate([e, e[own]]), size)
-    count = np.bincount(g, minlength=size).tolist()
-    n_pageable = np.bincount(g, weights=np.concatenate([pageable, pageable[own]]),
-                             minlength=size).astype(np.int64).tolist()
-    total_bytes = sums(np.concatenate([nbytes, nbytes[own]]), g, size).tolist()
-    copy_ns = sets.lengths().tolist()
-    slot = {d: i for i, d in enumerate(uniq)}
-    rows: list[tuple[int, int, int]] = []  # (window, member, group) of each output row
-    at = 0
-    for w, row in enumerate(busy):
-        for dv in row:
-            first = (w * kinds + slot[dv.device]) * nd
-            rows.append((w, at, first))
-            rows.extend((w, at, first + c) for c in range(1, nd) if count[first + c])
-            at += 1
-    group = np.fromiter((r[2] for r in rows), np.int64, len(rows))
-    member = np.fromiter((r[1] for r in rows), np.int64, len(rows))
-    hidden = overlaps(sets, group, Grouped.of([d.kernel for d in members]), member).tolist()
-    out: list[list[CopyCompute]] = [[] for _ in range(n)]
-    for (w, i, gi), h in zip(rows, hidden, strict=True):
-        ns = copy_ns[gi]
-        out[w].append(CopyCompute(
-            device=members[i].device, direction=_DIRECTIONS[gi % nd], memcpy_ns=ns, hidden_ns=h,
-            exposed_ns=ns - h, hidden_fraction=fraction(h, ns), copies=count[gi],
-            bytes=total_bytes[gi], pageable=n_pageable[gi],
-        ))
-    return [tuple(x) for x in out]
+    count = np.bincount(g, minlength=size)
+    n_pageable = np.bincount(g[np.concatenate([pageable, pageable[own]])], minlength=size)
+    total_bytes = sums(np.concatenate([nbytes, nbytes[own]]), g, size)
+    # every device row gets its "all" row, then one per direction it has copies of
+    per_member = len(members)
+    index = {d: i for i, d in enumerate(uniq)}
+    slot = np.fromiter((index[d.device] for d in members), np.int64, len(members))
+    member_win = np.repeat(np.arange(n, dtype=np.int64), [len(row) for row in busy])
+    first = (member_win * kinds + slot) * nd
+    has = np.zeros((per_member, nd), bool)
+    has[:, 0] = True
+    if per_member:
+        has[:, 1:] = count[first[:, None] + np.arange(1, nd)] > 0
+    member, direction = np.nonzero(has)  # member by member, "all" then COPY_KINDS order
+    group = first[member] + direction
+    hidden = overlaps(sets, group, Grouped.of([d.kernel for d in members]), member)
+    copy_ns = sets.lengths()[group]
+    rows = rows_of(
+        CopyCompute, device=[members[i].device for i in member.tolist()],
+        direction=[_DIRECTIONS[c] for c in direction.tolist()], memcpy_ns=copy_ns.tolist(),
+        hidden_ns=hidden.tolist(), exposed_ns=(copy_ns - hidden).tolist(),
+        hidden_fraction=[fraction(h, c) for h, c in zip(hidden.tolist(), copy_ns.tolist(),
+                                                         strict=True)],
+        copies=count[group].tolist(), bytes=total_bytes[group].tolist(),
+        pageable=n_pageable[group].tolist(),
+    )
+    bounds = offsets(member_win[member], n).tolist()
+    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
 
 
 def comm_compute(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[CommCompute, ...]:
@@ -224,23 +227,25 @@ def comm_compute_by_window(
     g = win_of(kernels)[keep] * m + pos[keep]
     is_comm = kernels["comm"].to_numpy(bool)[keep]
     size = n * m
-    has = np.bincount(g[is_comm], minlength=size).tolist()
+    has = np.bincount(g[is_comm], minlength=size)
     sets = unions(g * 2 + is_comm, kernels["start"].to_numpy(np.int64)[keep],
                   kernels["end"].to_numpy(np.int64)[keep], size * 2)
     every = np.arange(size, dtype=np.int64)
-    hidden = overlaps(sets, every * 2 + 1, sets, every * 2).tolist()
-    comm_ns = sets.lengths()[1::2].tolist()
-    slot = {d: i for i, d in enumerate(uniq)}
-    out = []
-    for w in range(n):
-        rows = []
-        for d in devices:
-            i = w * m + slot[int(d)]
-            if has[i]:
-                c, h = comm_ns[i], hidden[i]
-                rows.append(CommCompute(d, c, h, c - h, fraction(h, c)))
-        out.append(tuple(rows))
-    return out
+    hidden = overlaps(sets, every * 2 + 1, sets, every * 2)
+    comm_ns = sets.lengths()[1::2]
+    wanted = list(devices)
+    at = (np.arange(n)[:, None] * m + np.asarray([uniq.index(int(d)) for d in wanted],
+                                                  np.int64)).ravel()
+    k = max(len(wanted), 1)
+    sel = np.flatnonzero(has[at] > 0)  # rows of the (window, device) table with communication
+    c, h = comm_ns[at[sel]], hidden[at[sel]]
+    rows = rows_of(
+        CommCompute, device=[wanted[j] for j in (sel % k).tolist()], comm_ns=c.tolist(),
+        hidden_ns=h.tolist(), exposed_ns=(c - h).tolist(),
+        hidden_fraction=[fraction(x, y) for x, y in zip(h.tolist(), c.tolist(), strict=True)],
+    )
+    bounds = offsets(sel // k, n).tolist()
+    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
 
 
 def serial(busy: Sequence[DeviceBusy], streams: Sequence[StreamBusy], gpu_span_ns: int) -> Serial:
@@ -256,16 +261,17 @@ def serial_by_window(
     """:func:`serial` of each window (``busy[i]``, ``streams[i]``, ``gpu_span_ns[i]``: window
     i's): the union of each window's device busy sets by one sweep over all windows."""
     _, _, flat, piece_win = _busy_pieces(busy)
-    union_ns = depths(piece_win, flat.starts, flat.ends, len(busy)).cover1.tolist()
-    spans_ = [int(x) for x in gpu_span_ns]
-    out = []
-    for w, mine in enumerate(streams):
-        serial_ns = sum(s.busy_ns for s in mine)
-        u, span = union_ns[w], spans_[w]
-        out.append(Serial(serial_ns=serial_ns, busy_union_ns=u, gpu_span_ns=span,
-                          speedup_vs_span=fraction(serial_ns, span),
-                          parallelism=fraction(serial_ns, u)))
-    return out
+    n = len(busy)
+    union_ns = depths(piece_win, flat.starts, flat.ends, n).cover1.tolist()
+    per_stream = np.fromiter((s.busy_ns for mine in streams for s in mine), np.int64)
+    stream_win = np.repeat(np.arange(len(streams), dtype=np.int64), [len(x) for x in streams])
+    serial_ns = sums(per_stream, stream_win, len(streams)).tolist()
+    span = [int(x) for x in gpu_span_ns]
+    return rows_of(
+        Serial, serial_ns=serial_ns, busy_union_ns=union_ns, gpu_span_ns=span,
+        speedup_vs_span=[fraction(s, g) for s, g in zip(serial_ns, span, strict=True)],
+        parallelism=[fraction(s, u) for s, u in zip(serial_ns, union_ns, strict=True)],
+    )
 
 
 # -- across traces -------------------------------------------------------------------------

@@ -83,12 +83,16 @@ class Grouped(NamedTuple):
         cum = np.concatenate([[0], np.cumsum(self.ends - self.starts)]).astype(_I64)
         return cum[self.off[1:]] - cum[self.off[:-1]]
 
-    def spans(self, groups: Iterable[int] | None = None) -> list[Spans]:
+    def spans(self, groups: np.ndarray | None = None) -> list[Spans]:
         """Each group's pieces (or those of ``groups``) as a :class:`Spans` (views into the
         shared arrays)."""
-        o, s, e = self.off.tolist(), self.starts, self.ends
-        which = range(len(o) - 1) if groups is None else groups
-        return [Spans(s[o[g] : o[g + 1]], e[o[g] : o[g + 1]]) for g in which]
+        s, e = self.starts, self.ends
+        if groups is None:
+            lo, hi = self.off[:-1].tolist(), self.off[1:].tolist()
+        else:
+            at = np.asarray(groups, _I64)
+            lo, hi = self.off[at].tolist(), self.off[at + 1].tolist()
+        return [Spans(s[i:j], e[i:j]) for i, j in zip(lo, hi, strict=True)]
 
     def take(self, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The pieces of ``groups[k]`` for every k, tagged with k: ``(k, starts, ends)``."""
