@@ -299,6 +299,19 @@ def test_an_uncut_frame_is_one_window() -> None:
     assert (c.device, c.comm_ns, c.hidden_ns) == (1, 4, 0)
 
 
+def test_touching_streams_never_run_at_once() -> None:
+    """GIVEN stream 8 starting exactly when stream 7 ends, and a copy when a kernel ends
+    THEN (half-open intervals) no window has two streams at once nor a hidden copy."""
+    tl = timeline(gpu=[kernel(0, 10), kernel(10, 20, stream=8), copy(20, 30, stream=9),
+                       kernel(30, 35, device=1), kernel(35, 40, device=0)])
+    wins = [(0, 20), (5, 15), (0, 40), (15, 40)]
+    for (lo, hi), got in zip(wins, all_windows(tl, wins, [0, 1], {}), strict=True):
+        same(got, one_window(tl, lo, hi, [0, 1], {}))
+        assert [c.max_concurrent for c in got["concurrency"]] == [1, int(hi > 30)]
+        assert [c.concurrent_ns for c in got["concurrency"]] == [0, 0]
+        assert all(c.hidden_ns == 0 for c in got["copies"]) and got["multi"] == 0
+
+
 def test_many_streams_in_many_windows_list_top_pairs() -> None:
     """GIVEN more streams than ALL_PAIRS_UPTO busy in one window and three in another
     THEN the first lists its top pairs (as the one-window function does), the second all."""
