@@ -7,12 +7,17 @@ A stream's busy set is the union of its own activities, so two kernels that
 overlap on one stream (a profiler artefact or a graph) count once towards
 stream concurrency; their double-booking shows up as ``self_overlap_ns`` instead.
 
-Stream concurrency costs one sort of all the streams' busy intervals per device
-(a sweep line), whatever the number of streams (CUDA graphs, NCCL channels and many
-processes make thousands). The pairwise table lists every pair of a device with at
+Stream concurrency costs one sort of all the streams' busy intervals (a sweep line),
+whatever the number of streams (CUDA graphs, NCCL channels and many processes make
+thousands). The pairwise table lists every pair of a device with at
 most ``ALL_PAIRS_UPTO`` streams; above that, only the ``TOP_PAIRS`` most overlapping
 pairs (``pairs_omitted`` true), found by the same sweep while the work of
 attributing time to pairs stays within ``PAIR_BUDGET`` (else no pairs are listed).
+
+Many windows at once: each function has a ``*_by_window`` form that takes a frame cut
+by :meth:`traceprobe.timeline.Timeline.cut` (or the per-window results of another) and
+returns one result per window, grouping by (window, device[, stream]) in a few sorts
+(:mod:`.sweeps`); the plain function is its one-window case.
 """
 
 from __future__ import annotations
@@ -30,13 +35,13 @@ from traceprobe.metrics.rows import rows_of
 from traceprobe.metrics.sweeps import (
     Grouped,
     depths,
-    offsets,
     overlaps,
     pairs_within,
     positions,
+    report_rows,
     unions,
 )
-from traceprobe.metrics.windows import Windows, win_of
+from traceprobe.metrics.windows import Windows, offsets, win_of
 
 T = TypeVar("T")
 
@@ -172,10 +177,8 @@ def device_busy_by_window(
         first = np.flatnonzero(np.r_[True, g[order][1:] != g[order][:-1]])
         extent[g[order][first]] = (np.maximum.reduceat(e[order], first)
                                    - np.minimum.reduceat(s[order], first))
-    # row j of window w is devices[j]: its group is w * m + (its position among the distinct)
     wanted = list(devices)
-    at = (np.arange(n)[:, None] * m + np.asarray([uniq.index(int(d)) for d in wanted],
-                                                  np.int64)).ravel()
+    at = report_rows(n, uniq, wanted)
     busy_ns = busy.lengths()[at]
     span = np.repeat(windows.length, len(wanted))
     rows = rows_of(
@@ -281,8 +284,7 @@ def stream_concurrency_by_window(
                                                                          strict=True)],
                     overlap_ns=overlaps(flat, a, flat, b).tolist())
     wanted = list(devices)
-    at = (np.arange(n)[:, None] * m + np.asarray([uniq.index(int(d)) for d in wanted],
-                                                  np.int64)).ravel()
+    at = report_rows(n, uniq, wanted)
     size = np.diff(moff)[at].tolist()
     lo, hi = poff[at].tolist(), poff[at + 1].tolist()
     listed = [tuple(pairs[i:j]) for i, j in zip(lo, hi, strict=True)]

@@ -8,6 +8,11 @@ Across traces (:func:`cross_trace`) the busy sets of different files are compare
 on their raw clocks: that is only meaningful when the files share one host clock
 (one trace per rank of a job on one machine), and it is only done when the two
 analysed windows intersect.
+
+Many windows at once: each figure but :func:`cross_trace` has a ``*_by_window`` form
+that takes a frame cut by :meth:`traceprobe.timeline.Timeline.cut` and the per-window
+results of :mod:`.devices`' ``*_by_window`` functions, and returns one result per window
+(grouped sweeps, :mod:`.sweeps`); the plain function is its one-window case.
 """
 
 from __future__ import annotations
@@ -25,14 +30,14 @@ from traceprobe.metrics.rows import rows_of
 from traceprobe.metrics.sweeps import (
     Grouped,
     depths,
-    offsets,
     overlaps,
     pairs_within,
     positions,
+    report_rows,
     sums,
     unions,
 )
-from traceprobe.metrics.windows import win_of
+from traceprobe.metrics.windows import offsets, win_of
 from traceprobe.timeline import COPY_KINDS
 
 
@@ -234,8 +239,7 @@ def comm_compute_by_window(
     hidden = overlaps(sets, every * 2 + 1, sets, every * 2)
     comm_ns = sets.lengths()[1::2]
     wanted = list(devices)
-    at = (np.arange(n)[:, None] * m + np.asarray([uniq.index(int(d)) for d in wanted],
-                                                  np.int64)).ravel()
+    at = report_rows(n, uniq, wanted)
     k = max(len(wanted), 1)
     sel = np.flatnonzero(has[at] > 0)  # rows of the (window, device) table with communication
     c, h = comm_ns[at[sel]], hidden[at[sel]]

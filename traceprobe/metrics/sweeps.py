@@ -12,26 +12,24 @@ over all of them, so 10,000 windows cost about what one large window does.
 * :func:`depths` — per group, ``|coverage(.., 1)|``, ``|coverage(.., 2)|`` and ``max_depth``.
 * :func:`pairs_within` and :func:`overlaps` — every pair ``i < j`` of the members of each
   group, and ``|a ∩ b|`` for many pairs of sets at once.
+* :func:`positions`, :func:`report_rows`, :func:`sums` — numbering the (window, device)
+  groups, listing them in a report's order, exact per-group sums.
 
 Results are the integers :mod:`traceprobe.intervals` gives (tested for each metric).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from traceprobe.intervals import Spans
+from traceprobe.metrics.windows import offsets
 
 _I64 = np.int64
-
-
-def offsets(sorted_gid: np.ndarray, n: int) -> np.ndarray:
-    """``o`` such that rows ``o[g]:o[g+1]`` have group ``g`` (``sorted_gid`` ascending)."""
-    return np.searchsorted(sorted_gid, np.arange(n + 1), side="left")
 
 
 def sums(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
@@ -55,6 +53,13 @@ def positions(values: np.ndarray, keys: Iterable[int]) -> tuple[np.ndarray, list
     hit = pos < len(uniq)
     hit[hit] = table[pos[hit]] == values[hit]
     return np.where(hit, pos, -1), uniq
+
+
+def report_rows(n: int, keys: list[int], wanted: Sequence[int]) -> np.ndarray:
+    """The group ``w * len(keys) + keys.index(k)`` of each report row: window by window, one
+    row per ``wanted`` key in its order (``keys`` as :func:`positions` returns them)."""
+    at = np.asarray([keys.index(int(k)) for k in wanted], _I64)
+    return (np.arange(n, dtype=_I64)[:, None] * len(keys) + at).ravel()
 
 
 def ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
