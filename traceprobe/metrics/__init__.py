@@ -13,6 +13,8 @@ Modules, one concept each:
 * :mod:`.overlap` — device vs device, copy vs compute, comm vs compute, serial-equivalent.
 * :mod:`.host`    — GPU idle time attributed to host calls, launch latency, kernel gaps.
 * :mod:`.top`     — top kernels and CPU ops by total time.
+* :mod:`.sweeps`  — interval unions, depth sweeps and pair overlaps of many groups at once.
+* :mod:`.rows`    — many rows of one frozen dataclass at once, from columns.
 
 The definitions of every figure are in ``docs/FIGURES.md``.
 """

@@ -7,25 +7,43 @@ A stream's busy set is the union of its own activities, so two kernels that
 overlap on one stream (a profiler artefact or a graph) count once towards
 stream concurrency; their double-booking shows up as ``self_overlap_ns`` instead.
 
-Stream concurrency costs one sort of all the streams' busy intervals per device
-(a sweep line), whatever the number of streams (CUDA graphs, NCCL channels and many
-processes make thousands). The pairwise table lists every pair of a device with at
+Stream concurrency costs one sort of all the streams' busy intervals (a sweep line),
+whatever the number of streams (CUDA graphs, NCCL channels and many processes make
+thousands). The pairwise table lists every pair of a device with at
 most ``ALL_PAIRS_UPTO`` streams; above that, only the ``TOP_PAIRS`` most overlapping
 pairs (``pairs_omitted`` true), found by the same sweep while the work of
 attributing time to pairs stays within ``PAIR_BUDGET`` (else no pairs are listed).
+
+Many windows at once: each function has a ``*_by_window`` form that takes a frame cut
+by :meth:`traceprobe.timeline.Timeline.cut` (or the per-window results of another) and
+returns one result per window, grouping by (window, device[, stream]) in a few sorts
+(:mod:`.sweeps`); the plain function is its one-window case.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import EMPTY, Spans, coverage, max_depth, overlap, spans
-from traceprobe.metrics import fraction, groups, internal
-from traceprobe.metrics.windows import grouped_unions
+from traceprobe.intervals import EMPTY, Spans
+from traceprobe.metrics import fraction, internal
+from traceprobe.metrics.rows import rows_of
+from traceprobe.metrics.sweeps import (
+    Grouped,
+    depths,
+    overlaps,
+    pairs_within,
+    positions,
+    report_rows,
+    unions,
+)
+from traceprobe.metrics.windows import Windows, offsets, win_of
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -88,12 +106,27 @@ TOP_PAIRS = 10  # pairs listed above that
 PAIR_BUDGET = 200_000  # pair-time updates the sweep may spend on the top pairs (~0.5 s)
 
 
-def _arrays(gpu: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return (
-        gpu["kind"].to_numpy(dtype=object),
-        gpu["start"].to_numpy(dtype=np.int64),
-        gpu["end"].to_numpy(dtype=np.int64),
-    )
+_KINDS = ("kernel", "memcpy", "memset")
+
+
+def _kind_codes(kind: np.ndarray) -> np.ndarray:
+    """0 kernel, 1 memcpy, 2 memset, 3 anything else."""
+    code = np.full(len(kind), 3, np.int64)
+    for i, name in enumerate(_KINDS):
+        code[kind == name] = i
+    return code
+
+
+def _sorted_runs(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort rows by ``keys`` (first key most significant); return the order and, in it, where
+    a new distinct key starts."""
+    order = np.lexsort(keys[::-1])
+    new = np.zeros(len(order), bool)
+    new[:1] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    return order, new
 
 
 def device_busy(
@@ -107,97 +140,109 @@ def device_busy(
     ``gpu`` must already be restricted to the analysed window (``Timeline.window``);
     ``window_ns`` is that window's length.
     """
+    return device_busy_by_window(gpu, devices, Windows.one(0, window_ns), names)[0]
+
+
+def device_busy_by_window(
+    gpu: pd.DataFrame,
+    devices: Sequence[int],
+    windows: Windows,
+    names: Mapping[int, str | None] | None = None,
+) -> list[tuple[DeviceBusy, ...]]:
+    """:func:`device_busy` of every window of a cut ``gpu`` frame (item i: window i, whose
+    length is ``windows.length[i]``).
+
+    Grouped by (window, device): one sort for the busy unions, one for the per-kind unions
+    (group × kind), one for the extent of each group's rows and one for its distinct streams."""
     names = names or {}
-    by_dev = groups(gpu, "device")
-    kind, start, end = _arrays(gpu)
-    stream = gpu["stream"].to_numpy(dtype=np.int64)
-    out = []
-    for d in devices:
-        idx = by_dev.get(d, np.empty(0, np.int64))
-        k, s, e = kind[idx], start[idx], end[idx]
-        per_kind = {}
-        for kname in ("kernel", "memcpy", "memset"):
-            m = k == kname
-            per_kind[kname] = (int(m.sum()), spans(s[m], e[m]))
-        busy = spans(s, e)
-        out.append(
-            DeviceBusy(
-                device=d,
-                name=names.get(d),
-                busy_ns=busy.length,
-                kernel_ns=per_kind["kernel"][1].length,
-                memcpy_ns=per_kind["memcpy"][1].length,
-                memset_ns=per_kind["memset"][1].length,
-                idle_ns=window_ns - busy.length,
-                utilization=fraction(busy.length, window_ns),
-                active_span_ns=int(e.max() - s.min()) if idx.size else 0,
-                kernels=per_kind["kernel"][0],
-                memcpys=per_kind["memcpy"][0],
-                memsets=per_kind["memset"][0],
-                streams=int(np.unique(stream[idx]).size),
-                busy=busy,
-                kernel=per_kind["kernel"][1],
-            )
-        )
-    return tuple(out)
+    n = windows.n
+    pos, uniq = positions(gpu["device"].to_numpy(np.int64), devices)
+    m = len(uniq)
+    keep = pos >= 0
+    g = (win_of(gpu)[keep] * m + pos[keep]).astype(np.int64)
+    kc = _kind_codes(gpu["kind"].to_numpy(dtype=object)[keep])
+    s = gpu["start"].to_numpy(np.int64)[keep]
+    e = gpu["end"].to_numpy(np.int64)[keep]
+    stream = gpu["stream"].to_numpy(np.int64)[keep]
+    size = n * m
+    counts = np.bincount(g * 4 + kc, minlength=size * 4).reshape(size, 4)
+    busy = unions(g, s, e, size)
+    k3 = kc < 3
+    by_kind = unions(g[k3] * 3 + kc[k3], s[k3], e[k3], size * 3)
+    kind_ns = by_kind.lengths().reshape(size, 3)
+    order, new = _sorted_runs(g, stream)
+    distinct = np.bincount(g[order][new], minlength=size)
+    extent = np.zeros(size, np.int64)
+    if len(g):
+        first = np.flatnonzero(np.r_[True, g[order][1:] != g[order][:-1]])
+        extent[g[order][first]] = (np.maximum.reduceat(e[order], first)
+                                   - np.minimum.reduceat(s[order], first))
+    wanted = list(devices)
+    at = report_rows(n, uniq, wanted)
+    busy_ns = busy.lengths()[at]
+    span = np.repeat(windows.length, len(wanted))
+    rows = rows_of(
+        DeviceBusy, device=wanted * n, name=[names.get(d) for d in wanted] * n,
+        busy_ns=busy_ns.tolist(), kernel_ns=kind_ns[at, 0].tolist(),
+        memcpy_ns=kind_ns[at, 1].tolist(), memset_ns=kind_ns[at, 2].tolist(),
+        idle_ns=(span - busy_ns).tolist(),
+        utilization=[fraction(b, w) for b, w in zip(busy_ns.tolist(), span.tolist(),
+                                                     strict=True)],
+        active_span_ns=extent[at].tolist(), kernels=counts[at, 0].tolist(),
+        memcpys=counts[at, 1].tolist(), memsets=counts[at, 2].tolist(),
+        streams=distinct[at].tolist(), busy=busy.spans(at),
+        kernel=by_kind.spans(at * 3),
+    )
+    return _chunks(rows, len(wanted), n)
+
+
+def _chunks(rows: list[T], k: int, n: int) -> list[tuple[T, ...]]:
+    """``rows`` as ``n`` consecutive tuples of ``k``."""
+    return [tuple(rows[w * k : (w + 1) * k]) for w in range(n)]
 
 
 def stream_busy(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[StreamBusy, ...]:
-    """One row per (device, stream) with activity, ordered by device then stream.
+    """One row per (device, stream) with activity, ordered by device then stream."""
+    return stream_busy_by_window(gpu, devices, 1)[0]
 
-    All streams at once (sorts over the whole frame, no loop over streams in Python
-    beyond building the rows), so thousands of streams cost what one does."""
-    if gpu.empty:
-        return ()
-    wanted = np.isin(gpu["device"].to_numpy(np.int64), np.asarray(list(devices), np.int64))
-    dev = gpu["device"].to_numpy(np.int64)[wanted]
-    st = gpu["stream"].to_numpy(np.int64)[wanted]
-    kind, start, end = (a[wanted] for a in _arrays(gpu))
-    if not len(dev):
-        return ()
-    keys, gid = np.unique(np.stack([dev, st]), axis=1, return_inverse=True)
-    gid = gid.ravel().astype(np.int64)
-    n = keys.shape[1]
-    mk, mc, ms = kind == "kernel", kind == "memcpy", kind == "memset"
-    busy = grouped_unions(gid, start, end, n)
-    kernel = grouped_unions(gid[mk], start[mk], end[mk], n)
-    memcpy = grouped_unions(gid[mc], start[mc], end[mc], n)
-    self_overlap = _grouped_depth2(gid, start, end, n)
-    counts = [np.bincount(gid[m], minlength=n) for m in (mk, mc, ms)]
-    return tuple(
-        StreamBusy(
-            device=int(keys[0, i]),
-            stream=int(keys[1, i]),
-            busy_ns=busy[i].length,
-            kernels=int(counts[0][i]),
-            memcpys=int(counts[1][i]),
-            memsets=int(counts[2][i]),
-            kernel_ns=kernel[i].length,
-            memcpy_ns=memcpy[i].length,
-            self_overlap_ns=int(self_overlap[i]),
-            busy=busy[i],
-        )
-        for i in range(n)
+
+def stream_busy_by_window(
+    gpu: pd.DataFrame, devices: Sequence[int], n: int
+) -> list[tuple[StreamBusy, ...]]:
+    """:func:`stream_busy` of each of the ``n`` windows of a cut ``gpu`` frame.
+
+    All (window, device, stream) groups at once: one sort finds the groups, then one sort
+    each for the busy, kernel and memcpy unions and for the self-overlap sweep, so thousands
+    of streams or windows cost what one does (no loop in Python beyond building the rows)."""
+    pos, _ = positions(gpu["device"].to_numpy(np.int64), devices)
+    keep = pos >= 0
+    if not keep.any():
+        return [()] * n
+    win = win_of(gpu)[keep]
+    dev = gpu["device"].to_numpy(np.int64)[keep]
+    st = gpu["stream"].to_numpy(np.int64)[keep]
+    kind = _kind_codes(gpu["kind"].to_numpy(dtype=object)[keep])
+    start = gpu["start"].to_numpy(np.int64)[keep]
+    end = gpu["end"].to_numpy(np.int64)[keep]
+    order, new = _sorted_runs(win, dev, st)
+    gid = np.empty(len(order), np.int64)
+    gid[order] = np.cumsum(new) - 1
+    first = order[new]
+    k = len(first)
+    mk, mc = kind == 0, kind == 1
+    busy = unions(gid, start, end, k)
+    kernel_ns = unions(gid[mk], start[mk], end[mk], k).lengths().tolist()
+    memcpy_ns = unions(gid[mc], start[mc], end[mc], k).lengths().tolist()
+    self_overlap = depths(gid, start, end, k).cover2.tolist()
+    counts = np.bincount(gid * 4 + kind, minlength=k * 4).reshape(k, 4)
+    rows = rows_of(
+        StreamBusy, device=dev[first].tolist(), stream=st[first].tolist(),
+        busy_ns=busy.lengths().tolist(), kernels=counts[:, 0].tolist(),
+        memcpys=counts[:, 1].tolist(), memsets=counts[:, 2].tolist(), kernel_ns=kernel_ns,
+        memcpy_ns=memcpy_ns, self_overlap_ns=self_overlap, busy=busy.spans(),
     )
-
-
-def _grouped_depth2(gid: np.ndarray, s: np.ndarray, e: np.ndarray, n: int) -> np.ndarray:
-    """Per group, the time with >= 2 of its own intervals at once (``coverage(.., 2)``)."""
-    keep = e > s
-    gid, s, e = gid[keep], s[keep], e[keep]
-    out = np.zeros(n, np.int64)
-    if not len(s):
-        return out
-    pts = np.concatenate([s, e])
-    delta = np.concatenate([np.ones(len(s), np.int64), -np.ones(len(s), np.int64)])
-    g = np.concatenate([gid, gid])
-    order = np.lexsort((delta, pts, g))  # by group, then time; ends first at one instant
-    pts, delta, g = pts[order], delta[order], g[order]
-    depth = np.cumsum(delta)  # each group nets to 0, so this is the depth within the group
-    seg = np.zeros(len(pts), np.int64)
-    seg[:-1] = np.where((g[1:] == g[:-1]) & (depth[:-1] >= 2), pts[1:] - pts[:-1], 0)
-    np.add.at(out, g, seg)
-    return out
+    bounds = offsets(win[first], n).tolist()
+    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
 
 
 def stream_concurrency(
@@ -208,35 +253,51 @@ def stream_concurrency(
     Works on each stream's busy *union*, so the depth of the sweep is the number
     of distinct streams busy at an instant. Linear in the streams (one sort per device).
     """
-    by_device: dict[int, list[StreamBusy]] = {}
-    for st in streams:
-        by_device.setdefault(st.device, []).append(st)
-    out = []
-    for d in devices:
-        mine = by_device.get(d, [])
-        sets = [s.busy for s in mine]
-        starts = np.concatenate([x.starts for x in sets]) if sets else EMPTY.starts
-        ends = np.concatenate([x.ends for x in sets]) if sets else EMPTY.ends
-        omitted = len(mine) > ALL_PAIRS_UPTO
-        if omitted:
-            pairs = top_pairs(mine, TOP_PAIRS)
-        else:
-            pairs = tuple(
-                StreamPair((a.stream, b.stream), overlap(a.busy, b.busy))
-                for i, a in enumerate(mine)
-                for b in mine[i + 1 :]
-            )
-        out.append(
-            StreamConcurrency(
-                device=d,
-                streams=len(mine),
-                concurrent_ns=coverage(starts, ends, 2).length,
-                max_concurrent=max_depth(starts, ends),
-                pairs=pairs,
-                pairs_omitted=omitted,
-            )
-        )
-    return tuple(out)
+    return stream_concurrency_by_window([streams], devices)[0]
+
+
+def stream_concurrency_by_window(
+    streams: Sequence[Sequence[StreamBusy]], devices: Sequence[int]
+) -> list[tuple[StreamConcurrency, ...]]:
+    """:func:`stream_concurrency` of each window's streams (``streams[i]``: window i's).
+
+    Grouped by (window, device), the streams of a group in the order given: one sweep over
+    all their busy pieces gives each group's time with >= 2 streams and the most at once;
+    one more over the pieces of every pair (groups of at most ``ALL_PAIRS_UPTO`` streams)
+    gives each pair's overlap. Larger groups list their :func:`top_pairs`."""
+    n = len(streams)
+    everyone = [sb for mine in streams for sb in mine]
+    pos, uniq = positions(np.fromiter((sb.device for sb in everyone), np.int64, len(everyone)),
+                          devices)
+    m = len(uniq)
+    win = np.repeat(np.arange(n, dtype=np.int64), [len(mine) for mine in streams])
+    keep = np.flatnonzero(pos >= 0)
+    g = win[keep] * m + pos[keep]
+    order = np.argsort(g, kind="stable")  # a group's members contiguous, in the order given
+    members = [everyone[i] for i in keep[order].tolist()]
+    moff = offsets(g[order], n * m)
+    flat = Grouped.of([sb.busy for sb in members])
+    sweep = depths(np.repeat(g[order], np.diff(flat.off)), flat.starts, flat.ends, n * m)
+    a, b, poff = pairs_within(moff, ALL_PAIRS_UPTO)
+    ids = [sb.stream for sb in members]
+    pairs = rows_of(StreamPair, streams=[(ids[i], ids[j]) for i, j in zip(a.tolist(), b.tolist(),
+                                                                         strict=True)],
+                    overlap_ns=overlaps(flat, a, flat, b).tolist())
+    wanted = list(devices)
+    at = report_rows(n, uniq, wanted)
+    size = np.diff(moff)[at].tolist()
+    lo, hi = poff[at].tolist(), poff[at + 1].tolist()
+    listed = [tuple(pairs[i:j]) for i, j in zip(lo, hi, strict=True)]
+    for r, k in enumerate(size):
+        if k > ALL_PAIRS_UPTO:
+            i = int(at[r])
+            listed[r] = top_pairs(members[moff[i] : moff[i + 1]], TOP_PAIRS)
+    rows = rows_of(
+        StreamConcurrency, device=wanted * n, streams=size,
+        concurrent_ns=sweep.cover2[at].tolist(), max_concurrent=sweep.max_depth[at].tolist(),
+        pairs=listed, pairs_omitted=[k > ALL_PAIRS_UPTO for k in size],
+    )
+    return _chunks(rows, len(wanted), n)
 
 
 def top_pairs(

@@ -8,6 +8,11 @@ Across traces (:func:`cross_trace`) the busy sets of different files are compare
 on their raw clocks: that is only meaningful when the files share one host clock
 (one trace per rank of a job on one machine), and it is only done when the two
 analysed windows intersect.
+
+Many windows at once: each figure but :func:`cross_trace` has a ``*_by_window`` form
+that takes a frame cut by :meth:`traceprobe.timeline.Timeline.cut` and the per-window
+results of :mod:`.devices`' ``*_by_window`` functions, and returns one result per window
+(grouped sweeps, :mod:`.sweeps`); the plain function is its one-window case.
 """
 
 from __future__ import annotations
@@ -18,9 +23,21 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import Spans, coverage, overlap, spans, union
-from traceprobe.metrics import fraction, groups
+from traceprobe.intervals import Spans, overlap
+from traceprobe.metrics import fraction
 from traceprobe.metrics.devices import DeviceBusy, StreamBusy, StreamConcurrency
+from traceprobe.metrics.rows import rows_of
+from traceprobe.metrics.sweeps import (
+    Grouped,
+    depths,
+    overlaps,
+    pairs_within,
+    positions,
+    report_rows,
+    sums,
+    unions,
+)
+from traceprobe.metrics.windows import offsets, win_of
 from traceprobe.timeline import COPY_KINDS
 
 
@@ -81,40 +98,48 @@ def _pair(a: Spans, b: Spans) -> tuple[int, int, float | None, float | None]:
     return both, either, fraction(both, either), fraction(both, min(a.length, b.length))
 
 
+def _busy_pieces(busy: Sequence[Sequence[DeviceBusy]]) -> tuple[list[DeviceBusy], np.ndarray,
+                                                                 Grouped, np.ndarray]:
+    """Every window's devices in one list, with each one's window, their busy sets grouped
+    (one group per device row) and the window of each of their pieces."""
+    members = [d for row in busy for d in row]
+    win = np.repeat(np.arange(len(busy), dtype=np.int64), [len(row) for row in busy])
+    flat = Grouped.of([d.busy for d in members])
+    return members, win, flat, np.repeat(win, np.diff(flat.off))
+
+
 def cross_device(busy: Sequence[DeviceBusy]) -> tuple[DevicePair, ...]:
     """One row per pair of devices ``a < b`` (in the order given)."""
-    out = []
-    for i, a in enumerate(busy):
-        for b in busy[i + 1 :]:
-            both, either, f_either, f_min = _pair(a.busy, b.busy)
-            out.append(DevicePair((a.device, b.device), both, either, f_either, f_min))
-    return tuple(out)
+    return cross_device_by_window([busy])[0]
+
+
+def cross_device_by_window(busy: Sequence[Sequence[DeviceBusy]]) -> list[tuple[DevicePair, ...]]:
+    """:func:`cross_device` of each window's devices (``busy[i]``: window i's): every pair
+    of every window, their overlaps in one sweep."""
+    members, win, flat, _ = _busy_pieces(busy)
+    a, b, poff = pairs_within(offsets(win, len(busy)))
+    both = overlaps(flat, a, flat, b).tolist()
+    size = flat.lengths().tolist()
+    bounds = poff.tolist()
+    rows = []
+    for p, (i, j) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
+        x, la, lb = both[p], size[i], size[j]
+        either = la + lb - x
+        rows.append(DevicePair((members[i].device, members[j].device), x, either,
+                               fraction(x, either), fraction(x, min(la, lb))))
+    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(len(busy))]
 
 
 def multi_device_ns(busy: Sequence[DeviceBusy]) -> int:
     """Time with at least two devices busy (each device's busy set counts once)."""
-    if len(busy) < 2:
-        return 0
-    starts = np.concatenate([d.busy.starts for d in busy])
-    ends = np.concatenate([d.busy.ends for d in busy])
-    return coverage(starts, ends, 2).length
+    return multi_device_ns_by_window([busy])[0]
 
 
-def _copy_row(device: int, direction: str, rows: pd.DataFrame, kernels: Spans) -> CopyCompute:
-    copies = spans(rows["start"].to_numpy(), rows["end"].to_numpy())
-    hidden = overlap(copies, kernels)
-    pageable = (rows["src_kind"] == "Pageable") | (rows["dst_kind"] == "Pageable")
-    return CopyCompute(
-        device=device,
-        direction=direction,
-        memcpy_ns=copies.length,
-        hidden_ns=hidden,
-        exposed_ns=copies.length - hidden,
-        hidden_fraction=fraction(hidden, copies.length),
-        copies=len(rows),
-        bytes=int(rows["bytes"].clip(lower=0).sum()),
-        pageable=int(pageable.sum()),
-    )
+def multi_device_ns_by_window(busy: Sequence[Sequence[DeviceBusy]]) -> list[int]:
+    """:func:`multi_device_ns` of each window: one sweep over all windows' busy pieces."""
+    _, _, flat, piece_win = _busy_pieces(busy)
+    two = depths(piece_win, flat.starts, flat.ends, len(busy)).cover2.tolist()
+    return [two[w] if len(row) >= 2 else 0 for w, row in enumerate(busy)]
 
 
 def copy_compute(gpu: pd.DataFrame, busy: Sequence[DeviceBusy]) -> tuple[CopyCompute, ...]:
@@ -122,50 +147,134 @@ def copy_compute(gpu: pd.DataFrame, busy: Sequence[DeviceBusy]) -> tuple[CopyCom
 
     Every device in ``busy`` gets its ``"all"`` row, with zeros when it made no copies.
     """
+    return copy_compute_by_window(gpu, [busy])[0]
+
+
+_DIRECTIONS = ("all", *COPY_KINDS)
+
+
+def copy_compute_by_window(
+    gpu: pd.DataFrame, busy: Sequence[Sequence[DeviceBusy]]
+) -> list[tuple[CopyCompute, ...]]:
+    """:func:`copy_compute` of each window of a cut ``gpu`` frame (``busy[i]``: window i's
+    devices, from :func:`~traceprobe.metrics.devices.device_busy_by_window`).
+
+    Copies are grouped by (window, device, direction), where direction 0 is ``"all"`` (every
+    copy) and 1.. are ``COPY_KINDS`` (each copy counted again under its own): one sort for
+    the unions, bincounts for the counts, one sweep for every row's overlap with its
+    device's kernels."""
+    n = len(busy)
+    members = [d for row in busy for d in row]
     copies = gpu[gpu["kind"] == "memcpy"]
-    by_dev = groups(copies, "device")
-    out = []
-    for dev in busy:
-        rows = copies.iloc[by_dev.get(dev.device, np.empty(0, np.int64))]
-        out.append(_copy_row(dev.device, "all", rows, dev.kernel))
-        present = set(rows["copy_kind"].unique())
-        for direction in COPY_KINDS:
-            if direction in present:
-                sub = rows[rows["copy_kind"] == direction]
-                out.append(_copy_row(dev.device, direction, sub, dev.kernel))
-    return tuple(out)
+    pos, uniq = positions(copies["device"].to_numpy(np.int64), (d.device for d in members))
+    keep = pos >= 0
+    nd, kinds = len(_DIRECTIONS), len(uniq)
+    base = (win_of(copies)[keep] * kinds + pos[keep]) * nd
+    direction = np.zeros(keep.sum(), np.int64)
+    ck = copies["copy_kind"].to_numpy(dtype=object)[keep]
+    for c, name in enumerate(COPY_KINDS, start=1):
+        direction[ck == name] = c
+    own = direction > 0
+    g = np.concatenate([base, base[own] + direction[own]])
+    s = copies["start"].to_numpy(np.int64)[keep]
+    e = copies["end"].to_numpy(np.int64)[keep]
+    size = n * kinds * nd
+    pageable = ((copies["src_kind"] == "Pageable") | (copies["dst_kind"] == "Pageable")
+                ).to_numpy(bool)[keep]
+    nbytes = np.maximum(copies["bytes"].to_numpy(np.int64)[keep], 0)
+    sets = unions(g, np.concatenate([s, s[own]]), np.concatenate([e, e[own]]), size)
+    count = np.bincount(g, minlength=size)
+    n_pageable = np.bincount(g[np.concatenate([pageable, pageable[own]])], minlength=size)
+    total_bytes = sums(np.concatenate([nbytes, nbytes[own]]), g, size)
+    # every device row gets its "all" row, then one per direction it has copies of
+    per_member = len(members)
+    index = {d: i for i, d in enumerate(uniq)}
+    slot = np.fromiter((index[d.device] for d in members), np.int64, len(members))
+    member_win = np.repeat(np.arange(n, dtype=np.int64), [len(row) for row in busy])
+    first = (member_win * kinds + slot) * nd
+    has = np.zeros((per_member, nd), bool)
+    has[:, 0] = True
+    if per_member:
+        has[:, 1:] = count[first[:, None] + np.arange(1, nd)] > 0
+    member, direction = np.nonzero(has)  # member by member, "all" then COPY_KINDS order
+    group = first[member] + direction
+    hidden = overlaps(sets, group, Grouped.of([d.kernel for d in members]), member)
+    copy_ns = sets.lengths()[group]
+    rows = rows_of(
+        CopyCompute, device=[members[i].device for i in member.tolist()],
+        direction=[_DIRECTIONS[c] for c in direction.tolist()], memcpy_ns=copy_ns.tolist(),
+        hidden_ns=hidden.tolist(), exposed_ns=(copy_ns - hidden).tolist(),
+        hidden_fraction=[fraction(h, c) for h, c in zip(hidden.tolist(), copy_ns.tolist(),
+                                                         strict=True)],
+        copies=count[group].tolist(), bytes=total_bytes[group].tolist(),
+        pageable=n_pageable[group].tolist(),
+    )
+    bounds = offsets(member_win[member], n).tolist()
+    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
 
 
 def comm_compute(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[CommCompute, ...]:
     """Per device with communication kernels: how much of them ran under other kernels."""
+    return comm_compute_by_window(gpu, devices, 1)[0]
+
+
+def comm_compute_by_window(
+    gpu: pd.DataFrame, devices: Sequence[int], n: int
+) -> list[tuple[CommCompute, ...]]:
+    """:func:`comm_compute` of each of the ``n`` windows of a cut ``gpu`` frame.
+
+    Kernels grouped by (window, device, comm or not): one sort for the unions, one sweep for
+    every group's comm ∩ other kernels."""
     kernels = gpu[gpu["kind"] == "kernel"]
-    comm_devices = set(int(d) for d in kernels.loc[kernels["comm"], "device"].unique())
-    by_dev = groups(kernels, "device")
-    out = []
-    for d in devices:
-        if d not in comm_devices:
-            continue
-        rows = kernels.iloc[by_dev[d]]
-        is_comm = rows["comm"].to_numpy(dtype=bool)
-        s, e = rows["start"].to_numpy(), rows["end"].to_numpy()
-        comm = spans(s[is_comm], e[is_comm])
-        hidden = overlap(comm, spans(s[~is_comm], e[~is_comm]))
-        out.append(
-            CommCompute(d, comm.length, hidden, comm.length - hidden, fraction(hidden, comm.length))
-        )
-    return tuple(out)
+    pos, uniq = positions(kernels["device"].to_numpy(np.int64), devices)
+    keep = pos >= 0
+    m = len(uniq)
+    g = win_of(kernels)[keep] * m + pos[keep]
+    is_comm = kernels["comm"].to_numpy(bool)[keep]
+    size = n * m
+    has = np.bincount(g[is_comm], minlength=size)
+    sets = unions(g * 2 + is_comm, kernels["start"].to_numpy(np.int64)[keep],
+                  kernels["end"].to_numpy(np.int64)[keep], size * 2)
+    every = np.arange(size, dtype=np.int64)
+    hidden = overlaps(sets, every * 2 + 1, sets, every * 2)
+    comm_ns = sets.lengths()[1::2]
+    wanted = list(devices)
+    at = report_rows(n, uniq, wanted)
+    k = max(len(wanted), 1)
+    sel = np.flatnonzero(has[at] > 0)  # rows of the (window, device) table with communication
+    c, h = comm_ns[at[sel]], hidden[at[sel]]
+    rows = rows_of(
+        CommCompute, device=[wanted[j] for j in (sel % k).tolist()], comm_ns=c.tolist(),
+        hidden_ns=h.tolist(), exposed_ns=(c - h).tolist(),
+        hidden_fraction=[fraction(x, y) for x, y in zip(h.tolist(), c.tolist(), strict=True)],
+    )
+    bounds = offsets(sel // k, n).tolist()
+    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
 
 
 def serial(busy: Sequence[DeviceBusy], streams: Sequence[StreamBusy], gpu_span_ns: int) -> Serial:
     """Σ stream busy against the GPU span and against the union of all devices' busy."""
-    serial_ns = sum(s.busy_ns for s in streams)
-    union_ns = union(*(d.busy for d in busy)).length
-    return Serial(
-        serial_ns=serial_ns,
-        busy_union_ns=union_ns,
-        gpu_span_ns=gpu_span_ns,
-        speedup_vs_span=fraction(serial_ns, gpu_span_ns),
-        parallelism=fraction(serial_ns, union_ns),
+    return serial_by_window([busy], [streams], [gpu_span_ns])[0]
+
+
+def serial_by_window(
+    busy: Sequence[Sequence[DeviceBusy]],
+    streams: Sequence[Sequence[StreamBusy]],
+    gpu_span_ns: Sequence[int] | np.ndarray,
+) -> list[Serial]:
+    """:func:`serial` of each window (``busy[i]``, ``streams[i]``, ``gpu_span_ns[i]``: window
+    i's): the union of each window's device busy sets by one sweep over all windows."""
+    _, _, flat, piece_win = _busy_pieces(busy)
+    n = len(busy)
+    union_ns = depths(piece_win, flat.starts, flat.ends, n).cover1.tolist()
+    per_stream = np.fromiter((s.busy_ns for mine in streams for s in mine), np.int64)
+    stream_win = np.repeat(np.arange(len(streams), dtype=np.int64), [len(x) for x in streams])
+    serial_ns = sums(per_stream, stream_win, len(streams)).tolist()
+    span = [int(x) for x in gpu_span_ns]
+    return rows_of(
+        Serial, serial_ns=serial_ns, busy_union_ns=union_ns, gpu_span_ns=span,
+        speedup_vs_span=[fraction(s, g) for s, g in zip(serial_ns, span, strict=True)],
+        parallelism=[fraction(s, u) for s, u in zip(serial_ns, union_ns, strict=True)],
     )
 
 
