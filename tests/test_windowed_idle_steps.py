@@ -86,7 +86,8 @@ anywhere = st.lists(st.tuples(st.integers(-10, SPAN + 5), st.integers(0, 40)).ma
 def per_window_busy(cut, wins, devices) -> list[tuple]:
     """device_busy of each window's own rows (the busy sets the windowed idle takes)."""
     win = cut.gpu["win"].to_numpy()
-    return [device_busy(cut.gpu[win == i], devices, hi - lo) for i, (lo, hi) in enumerate(wins)]
+    return [device_busy(cut.gpu[win == i].drop(columns="win"), devices, hi - lo)
+            for i, (lo, hi) in enumerate(wins)]
 
 
 def assert_windows_agree(tl, wins) -> None:

@@ -52,7 +52,7 @@ busy time when asked for with ``--device``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -206,15 +206,6 @@ class Timeline:
             cpu=_clip_frame(self.cpu, lo, hi),
             steps=_clip_frame(self.steps, lo, hi),
         )
-
-    def windows(self, bounds: Iterable[tuple[int, int]]) -> Iterator[Timeline]:
-        """``self.window(lo, hi)`` for each of ``bounds``, the same frames, in time that
-        grows with each window's events rather than with the whole trace (for many
-        windows: ``--step all``)."""
-        cut = [_Clipper(df) for df in (self.gpu, self.cpu, self.steps)]
-        for lo, hi in bounds:
-            gpu, cpu, steps = (c.clip(lo, hi) for c in cut)
-            yield replace(self, gpu=gpu, cpu=cpu, steps=steps)
 
     def cut(self, bounds: Sequence[tuple[int, int]]) -> Timeline:
         """Every window of ``bounds`` at once: each frame holds, for each window, exactly the

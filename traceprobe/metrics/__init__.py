@@ -11,9 +11,24 @@ Modules, one concept each:
 
 * :mod:`.devices` — per-device and per-stream busy time, stream concurrency.
 * :mod:`.overlap` — device vs device, copy vs compute, comm vs compute, serial-equivalent.
-* :mod:`.host`    — GPU idle time attributed to host calls, launch latency, kernel gaps.
-* :mod:`.top`     — top kernels and CPU ops by total time.
+* :mod:`.host`    — launch latency, kernel gaps (and the idle-cause row types).
+* :mod:`.idle`    — each device's idle time partitioned into host causes.
+* :mod:`.regions` — the host events classified; the innermost one at each instant.
+* :mod:`.steps`   — each ProfilerStep cut into what filled it.
+* :mod:`.copies`  — copy bandwidth against the link's rate.
+* :mod:`.top`     — top kernels and CPU ops by total time; :mod:`.nesting` their self time.
+* :mod:`.runs`    — which traces are ranks of one job.
+
+Every figure is computed for many windows at once (``--step all``: every ProfilerStep):
+each function ``f`` has ``f_by_window`` taking frames cut by
+:meth:`traceprobe.timeline.Timeline.cut` and giving one result per window, and ``f`` itself
+is its one-window case. The grouping underneath:
+
+* :mod:`.windows` — the window set, the window of each row, grouped quantiles.
 * :mod:`.sweeps`  — interval unions, depth sweeps and pair overlaps of many groups at once.
+* :mod:`.axis`    — many windows laid end to end on one time axis (idle causes, steps).
+* :mod:`.keyed`   — rows grouped by (window, key columns), as ``groupby`` would (top lists).
+* :mod:`.lookups` — look-ups and searches among rows keyed by several integer columns.
 * :mod:`.rows`    — many rows of one frozen dataclass at once, from columns.
 
 The definitions of every figure are in ``docs/FIGURES.md``.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import EMPTY, Spans, measure_within
+from traceprobe.intervals import Spans, measure_within
 
 
 @dataclass(frozen=True)
@@ -64,25 +64,6 @@ def win_of(df: pd.DataFrame) -> np.ndarray:
 def offsets(sorted_keys: np.ndarray, n: int) -> np.ndarray:
     """``o`` with rows ``o[i]:o[i+1]`` of key ``i``, for keys sorted ascending in ``0..n-1``."""
     return np.searchsorted(sorted_keys, np.arange(n + 1), side="left")
-
-
-def grouped_unions(gid: np.ndarray, s: np.ndarray, e: np.ndarray, n: int) -> list[Spans]:
-    """:func:`traceprobe.intervals.spans` of each group ``0..n-1`` at once (one sort)."""
-    keep = e > s
-    gid, s, e = gid[keep], s[keep], e[keep]
-    if not len(s):
-        return [EMPTY] * n
-    order = np.lexsort((s, gid))
-    gid, s, e = gid[order], s[order], e[order]
-    run_end = pd.Series(e).groupby(gid, sort=False).cummax().to_numpy(np.int64)
-    new = np.ones(len(s), bool)
-    new[1:] = (gid[1:] != gid[:-1]) | (s[1:] > run_end[:-1])
-    idx = np.flatnonzero(new)
-    out_s = s[idx]
-    out_e = run_end[np.append(idx[1:] - 1, len(s) - 1)]
-    bounds = offsets(gid[idx], n)
-    return [Spans(out_s[bounds[i] : bounds[i + 1]], out_e[bounds[i] : bounds[i + 1]])
-            for i in range(n)]
 
 
 def grouped_quantile(values: np.ndarray, gid: np.ndarray, n: int, q: float) -> np.ndarray:

@@ -15,32 +15,13 @@ from typing import Any
 
 from traceprobe.errors import UsageError
 from traceprobe.graph import critical_paths
-from traceprobe.metrics.copies import copy_rates
-from traceprobe.metrics.devices import device_busy, stream_busy, stream_concurrency
-from traceprobe.metrics.host import (
-    LAUNCH_KINDS,
-    Host,
-    host_process,
-    kernel_gaps,
-    launch_latency,
-)
-from traceprobe.metrics.idle import idle_causes
-from traceprobe.metrics.overlap import (
-    CrossTrace,
-    Overlap,
-    comm_compute,
-    copy_compute,
-    cross_device,
-    cross_trace,
-    multi_device_ns,
-    serial,
-)
-from traceprobe.metrics.regions import host_events
+from traceprobe.metrics.host import host_process
+from traceprobe.metrics.overlap import CrossTrace, cross_trace
 from traceprobe.metrics.runs import runs
-from traceprobe.metrics.steps import step_breakdown
-from traceprobe.metrics.top import top_kernels, top_ops
+from traceprobe.metrics.windows import Windows
 from traceprobe.report.headlines import headlines
-from traceprobe.report.model import Counts, MultiReport, Report, Step, Window
+from traceprobe.report.model import MultiReport, Report, Step
+from traceprobe.report.windows import window_reports
 from traceprobe.timeline import Timeline
 
 # -- analysis -------------------------------------------------------------------------------
@@ -75,24 +56,20 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
         covers = basis == "events" and (span is None or (lo <= span[0] and span[1] <= hi))
         part = timeline if covers else timeline.window(lo, hi)
         paths = _critical_paths(timeline, (lo, hi))
-        whole = _window_report(part, lo, hi, None, devs, pid, basis)
+        whole = _one_report(part, lo, hi, None, devs, pid, basis)
         whole = replace(whole, critical_path=paths["window"])
         steps: tuple[Report, ...] = ()
         if step == "all":
             rows = _step_rows(timeline)
-            parts = timeline.windows((s, e) for _, s, e in rows)
-            steps = tuple(
-                replace(
-                    _window_report(tl, s, e, n, devs, pid, "step"),
-                    critical_path=paths["steps"].get(n),
-                )
-                for (n, s, e), tl in zip(rows, parts, strict=True)
-            )
+            bounds = [(s, e) for _, s, e in rows]
+            steps = tuple(window_reports(
+                timeline.cut(bounds), Windows.of(bounds), [(n, "step") for n, _, _ in rows],
+                devs, pid, [paths["steps"].get(n) for n, _, _ in rows]))
         whole = replace(whole, steps=steps, warnings=warnings, salvaged=salvaged)
         return replace(whole, headlines=headlines(whole))
     n = _step_number(step, timeline)
     s, e = next((s, e) for m, s, e in _step_rows(timeline) if m == n)
-    rep = _window_report(timeline.window(s, e), s, e, n, devs, pid, "step")
+    rep = _one_report(timeline.window(s, e), s, e, n, devs, pid, "step")
     rep = replace(
         rep,
         warnings=warnings,
@@ -279,57 +256,9 @@ def _ranges(numbers_: list[int]) -> str:
     return ", ".join(parts)
 
 
-def _window_report(
-    tl: Timeline,
-    lo: int,
-    hi: int,
-    step: int | None,
-    devices: list[int],
-    pid: int | None,
+def _one_report(
+    tl: Timeline, lo: int, hi: int, step: int | None, devices: list[int], pid: int | None,
     basis: str,
 ) -> Report:
     """All figures for ``tl`` (already clipped to ``[lo, hi)``) on ``devices``."""
-    gpu = tl.gpu if set(tl.devices) <= set(devices) else tl.gpu[tl.gpu["device"].isin(devices)]
-    cpu = tl.cpu
-    span = hi - lo
-    gpu_span = int(gpu["end"].max() - gpu["start"].min()) if not gpu.empty else 0
-    names = {d: tl.meta.device_name(d) for d in devices}
-    busy = device_busy(gpu, devices, span, names)
-    streams = stream_busy(gpu, devices)
-    kind = gpu["kind"]
-    host = host_events(cpu, pid)
-    return Report(
-        trace=tl.source,
-        format=tl.meta.format,
-        rank=tl.meta.rank,
-        window=Window(lo, hi, step, basis),
-        span_ns=span,
-        gpu_span_ns=gpu_span,
-        counts=Counts(
-            kernels=int((kind == "kernel").sum()),
-            memcpys=int((kind == "memcpy").sum()),
-            memsets=int((kind == "memset").sum()),
-            cpu_ops=int((cpu["kind"] == "cpu_op").sum()),
-            runtime_calls=int(cpu["kind"].isin(LAUNCH_KINDS).sum()),
-            steps=len(tl.steps),
-        ),
-        devices=busy,
-        streams=streams,
-        overlap=Overlap(
-            cross_device=cross_device(busy),
-            multi_device_ns=multi_device_ns(busy),
-            copy_compute=copy_compute(gpu, busy),
-            comm_compute=comm_compute(gpu, devices),
-            streams=stream_concurrency(streams, devices),
-        ),
-        host=Host(
-            devices=idle_causes(busy, host, lo, hi),
-            launch_latency=launch_latency(gpu, cpu),
-            kernel_gaps=kernel_gaps(gpu, devices, cpu),
-        ),
-        serial=serial(busy, streams, gpu_span),
-        top_kernels=top_kernels(gpu, devices),
-        top_ops=top_ops(cpu),
-        copies=copy_rates(gpu, devices, names),
-        step_breakdown=step_breakdown(gpu, host, tl.steps, devices),
-    )
+    return window_reports(tl, Windows.one(lo, hi), [(step, basis)], devices, pid)[0]

@@ -8,6 +8,9 @@ contract: ``docs/REPORT_SCHEMA.md``. This module computes nothing: :mod:`.build`
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -153,11 +156,15 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly the ``traceprobe.report/1`` object (times in µs, None for undefined figures)."""
+        with paused_gc():  # a tree of new dicts: nothing for the cycle collector to find
+            return self._dict()
+
+    def _dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema": SCHEMA, **plain(self)}
         if self.salvaged is None:
             del out["salvaged"]  # present only for a file that was cut short
         out["steps"] = [
-            {k: v for k, v in s.to_dict().items() if k not in _PER_TRACE} for s in self.steps
+            {k: v for k, v in s._dict().items() if k not in _PER_TRACE} for s in self.steps
         ]
         return out
 
@@ -199,6 +206,20 @@ def _n(count: int, noun: str) -> str:
 
 def _ms(ns: int) -> str:
     return f"{ns / 1e6:.3f} ms" if ns < 10**7 else f"{ns / 1e6:.1f} ms"
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a block that builds many acyclic objects
+    (thousands of step reports), back as it was after. Reference counting still frees
+    everything; only the collector's passes over the growing heap are saved."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def plain(value: Any) -> Any:
