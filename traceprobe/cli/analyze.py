@@ -57,8 +57,8 @@ class StepParam(click.ParamType):
               metavar="DIR", help="Also write the event frames and per-GPU/per-stream "
               "figures as CSV files into DIR.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Load with N processes (a single file is split between them).  "
-              "[default: one per core]")
+              help="Load with N processes; more than the files splits each file between "
+              "them.  [default: one per file, up to the cores]")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               metavar="PNG", help="Also draw the timeline as a static PNG (one per trace).")
 @click.option("--tensorboard", "tb", is_flag=True,
