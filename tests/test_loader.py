@@ -875,3 +875,25 @@ def test_2021_format_figures_by_hand(tmp_path):
     assert (copy_all["device"], copy_all["memcpy_us"], copy_all["hidden_us"]) == (0, 10.0, 0.0)
     assert d["gpu_span_us"] == 30.0  # 405 -> 435
     assert d["serial"]["serial_us"] == 20.0  # streams: GPU 0 s7 15 + GPU 1 s9 5
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 13, 24, 25, 40, 1 << 20])
+def test_a_second_trace_events_key_is_seen_across_any_chunk_seam(size):
+    """GIVEN a document with two "traceEvents" keys (and one inside a string, which does
+    not count) arriving in chunks of ``size`` bytes, so that the keys fall across chunk
+    seams at every offset WHEN it is read THEN the duplicate is refused, and one key alone
+    is read."""
+    from traceprobe.errors import TraceError
+    from traceprobe.load.read import EventStream
+
+    ev = '{"ph":"X","cat":"kernel","name":"k \\"traceEvents\\": x","ts":1,"dur":1,"pid":0,"tid":1}'
+    for pad in range(0, 30, 7):
+        text = ('{"traceEvents": [' + ev + "]," + " " * pad + '"traceEvents": [' + ev + "]}"
+                ).encode()
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        with pytest.raises(TraceError, match='"traceEvents" appears 2 times'):
+            for _ in EventStream(iter(chunks), "dup.json"):
+                pass
+        one = ('{"traceEvents": [' + ev + "]," + " " * pad + '"x": 1}').encode()
+        stream = EventStream(iter([one[i : i + size] for i in range(0, len(one), size)]), "one")
+        assert sum(len(b) for b in stream) == 1

@@ -183,10 +183,13 @@ class EventStream:
         """The chunks, counting the ``"traceEvents":`` keys on the way (one pass, cheap)."""
         tail = b""
         for chunk in it:
-            text = tail + chunk
-            if b'"traceEvents"' in text:  # a fast scan first: the regex's lookbehind is slow
+            # a fast scan of the chunk, and of the seam with the previous one, first: the
+            # regex's lookbehind is slow, and joining every chunk to the tail copies it all
+            seam = tail + chunk[:24]
+            if b'"traceEvents"' in chunk or b'"traceEvents"' in seam:
+                text = tail + chunk
                 self.keys += sum(1 for m in _ANY_KEY.finditer(text) if m.end() > len(tail))
-            tail = text[-24:]
+            tail = (tail + chunk)[-24:] if len(chunk) < 24 else chunk[-24:]
             yield chunk
 
     def _finish(self) -> None:
