@@ -83,6 +83,7 @@ class Collector:
         self.cats: dict[str, int] = {}
         self.cat_group = np.empty(0, np.int8)  # _GPU, _CPU or _SKIP per category code
         self.names: dict[str, int] = {}
+        self.texts: dict[bytes, int] = {_NONE: 0}  # raw JSON texts (input dims, grid ...)
         self.gpu: list[dict[str, Any]] = []
         self.cpu: list[dict[str, Any]] = []
         self.seen = 0  # events in earlier batches, to name an event's index
@@ -175,16 +176,23 @@ class Collector:
                 device[junk] = -1
         return device
 
-    def _raw(self, values: list[Any]) -> list[Any]:
-        """Raw JSON texts, copied out of the batch's buffer (``Raw.copy`` is the cheap way;
-        :func:`traceprobe.load.frames._texts` decodes each distinct one once)."""
-        return [r.copy() if r else _NONE for r in values]
+    def _raw(self, values: list[Any]) -> np.ndarray:
+        """Raw JSON texts as codes into ``texts`` (0: absent). The batch's texts are joined
+        into one buffer and split there, so no text outlives the batch unless it is new:
+        the same few shapes repeat hundreds of thousands of times, and one object per event
+        kept ~50 MB alive until the frames were built (:func:`traceprobe.load.frames._texts`
+        decodes each distinct text once)."""
+        blob = b"\x00".join([r if r else _NONE for r in values])  # JSON text has no NUL
+        table = self.texts
+        return np.fromiter((table.setdefault(t, len(table)) for t in blob.split(b"\x00")),
+                           np.int32, len(values))
 
     def _inputs(self, evs: list[Event]) -> dict[str, Any]:
         """CPU op inputs (``Input Dims``, ``Input type``) as raw JSON text, when recorded."""
         dims = [e.args.input_dims for e in evs]
         if not any(dims):
-            return {"input_dims": [_NONE] * len(evs), "input_types": [_NONE] * len(evs)}
+            none = np.zeros(len(evs), np.int32)
+            return {"input_dims": none, "input_types": none.copy()}
         return {"input_dims": self._raw(dims),
                 "input_types": self._raw([e.args.input_types for e in evs])}
 
@@ -193,7 +201,7 @@ class Collector:
         n = len(args)
         if not any(a.grid for a in args):
             nan = np.full(n, np.nan)
-            return {"grid": [_NONE] * n, "block": [_NONE] * n,
+            return {"grid": np.zeros(n, np.int32), "block": np.zeros(n, np.int32),
                     "registers_per_thread": np.full(n, -1, np.int64),
                     "shared_memory": np.full(n, -1, np.int64), "blocks_per_sm": nan,
                     "warps_per_sm": nan.copy(), "occupancy": nan.copy()}
@@ -275,6 +283,7 @@ class Collector:
             source=self.source,
             cats=list(self.cats),
             names=list(self.names),
+            texts=list(self.texts),
             cpu=_concat(self.cpu),
             gpu=_concat(self.gpu),
             header=stream.header,

@@ -64,8 +64,8 @@ def timeline(cols: Columns) -> Timeline:
     )
     names_u = np.empty(len(cols.names), object)
     names_u[:] = cols.names
-    cpu_df = _cpu_frame(cols.cpu, kind_u, names_u)
-    gpu_df = _gpu_frame(cols.gpu, kind_u, names_u, cols.sizes)
+    cpu_df = _cpu_frame(cols.cpu, kind_u, names_u, cols.texts)
+    gpu_df = _gpu_frame(cols.gpu, kind_u, names_u, cols.sizes, cols.texts)
     steps, thread = _steps(cols.cpu, kind_u, names_u)
     extra: dict[str, Any] = {"complete_events": cols.complete, "skipped": dict(cols.skipped)}
     if cols.span:
@@ -112,7 +112,9 @@ def _warnings(cols: Columns, gpu: pd.DataFrame) -> list[str]:
     return out
 
 
-def _cpu_frame(c: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray) -> pd.DataFrame:
+def _cpu_frame(
+    c: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray, texts: list[bytes]
+) -> pd.DataFrame:
     if not c:
         return empty_frame(CPU_COLUMNS, OPTIONAL_CPU_COLUMNS)
     return pd.DataFrame(
@@ -126,15 +128,16 @@ def _cpu_frame(c: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray
             "correlation": c["correlation"],
             "external_id": c["external_id"],
             "dur_ns": c["end"] - c["start"],
-            "input_dims": _texts(c.get("input_dims"), len(c["start"])),
-            "input_types": _texts(c.get("input_types"), len(c["start"])),
+            "input_dims": _texts(c.get("input_dims"), texts, len(c["start"])),
+            "input_types": _texts(c.get("input_types"), texts, len(c["start"])),
         },
         copy=False,
     )
 
 
 def _gpu_frame(
-    g: dict[str, Any], kind_u: np.ndarray, names_u: np.ndarray, sizes: dict[int, int]
+    g: dict[str, Any], kind_u: np.ndarray, names_u: np.ndarray, sizes: dict[int, int],
+    texts: list[bytes],
 ) -> pd.DataFrame:
     if not g:
         return empty_frame(GPU_COLUMNS, OPTIONAL_GPU_COLUMNS)
@@ -176,8 +179,8 @@ def _gpu_frame(
             "peer": peer,
             "comm": comm,
             "dur_ns": g["end"] - g["start"],
-            "grid": _texts(g.get("grid"), len(codes)),
-            "block": _texts(g.get("block"), len(codes)),
+            "grid": _texts(g.get("grid"), texts, len(codes)),
+            "block": _texts(g.get("block"), texts, len(codes)),
             **{k: g.get(k, np.full(len(codes), d)) for k, d in (
                 ("registers_per_thread", -1), ("shared_memory", -1),
                 ("blocks_per_sm", np.nan), ("warps_per_sm", np.nan), ("occupancy", np.nan))},
@@ -186,14 +189,12 @@ def _gpu_frame(
     )
 
 
-def _texts(raw: Any, n: int) -> pd.Series:
-    """Raw JSON texts (bytes or msgspec.Raw) as str, each distinct text decoded once ("" where
-    absent)."""
-    if raw is None or not any(raw):
+def _texts(codes: Any, texts: list[bytes], n: int) -> pd.Series:
+    """Raw JSON texts (codes into ``texts``) as str, each distinct text decoded once (""
+    where absent)."""
+    if codes is None or not len(texts) > 1 or not np.any(codes):
         return _obj(np.full(n, "", object))
-    keys = b"\x00".join(raw).decode("utf-8", "replace").split("\x00")  # JSON text has no NUL
-    codes, uniq = pd.factorize(np.array(keys, object))
-    canon = np.array([_canonical(t) for t in uniq] or [""], object)
+    canon = np.array([_canonical(t.decode("utf-8", "replace")) for t in texts], object)
     return _obj(canon[codes])
 
 

@@ -33,9 +33,11 @@ class Columns:
 
     ``cpu`` and ``gpu`` map a column name to its array, one entry per CPU or GPU
     row (an empty dict when the trace has no such rows); ``cat`` and ``name``
-    hold codes into ``cats`` and ``names``; ``gpu["kind_arg"]`` is a list
-    (``args.kind``, any JSON value). ``rows`` and ``batches`` say which batches
-    of the file the rows came from (see :mod:`traceprobe.split`).
+    hold codes into ``cats`` and ``names``, the raw JSON texts (``input_dims``,
+    ``input_types``, ``grid``, ``block``) codes into ``texts`` (0: absent);
+    ``gpu["kind_arg"]`` is a list (``args.kind``, any JSON value). ``rows`` and
+    ``batches`` say which batches of the file the rows came from (see
+    :mod:`traceprobe.split`).
     """
 
     source: str
@@ -56,6 +58,7 @@ class Columns:
     salvaged: dict[str, Any] | None = None  # the file was cut short: what was kept (read.py)
     warnings: list[str] = field(default_factory=list)  # what was read leniently, in words
     notes: dict[str, Any] = field(default_factory=dict)  # how it was loaded (meta.extra)
+    texts: list[bytes] = field(default_factory=lambda: [b""])  # raw JSON texts by code
 
     @property
     def legacy(self) -> bool:

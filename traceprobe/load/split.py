@@ -129,10 +129,13 @@ def merge(parts: list[Columns]) -> Columns:
         raise Unsplittable(f"{parts[0].source}: the parts do not cover the file's batches")
     cats: dict[str, int] = {}
     names: dict[str, int] = {}
+    texts: dict[bytes, int] = {b"": 0}
     recode = {
         "cat": [_codes(p.cats, cats) for p in parts],
         "name": [_codes(p.names, names) for p in parts],
     }
+    text_codes = [_codes(p.texts, texts) for p in parts]
+    recode.update({k: text_codes for k in ("input_dims", "input_types", "grid", "block")})
     order = sorted((k, i, j) for i, p in enumerate(parts) for j, (k, _, _) in enumerate(p.rows))
     last = parts[(n - 1) % len(parts)]  # read the end of the document, after the events
     skipped: Counter[str] = Counter()
@@ -151,6 +154,7 @@ def merge(parts: list[Columns]) -> Columns:
         source=parts[0].source,
         cats=list(cats),
         names=list(names),
+        texts=list(texts),
         cpu=_interleave(
             [p.cpu for p in parts], [[r[1] for r in p.rows] for p in parts], order, recode
         ),
@@ -172,8 +176,8 @@ def merge(parts: list[Columns]) -> Columns:
     )
 
 
-def _codes(values: list[str], table: dict[str, int]) -> np.ndarray:
-    """For each local code, the code of the same string in the merged ``table``."""
+def _codes(values: list[Any], table: dict[Any, int]) -> np.ndarray:
+    """For each local code, the code of the same string (or text) in the merged ``table``."""
     return np.array([table.setdefault(v, len(table)) for v in values], np.int32)
 
 
