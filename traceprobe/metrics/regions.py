@@ -57,10 +57,10 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
     if pid is None or cpu.empty:
         z = np.empty(0, np.int64)
         return HostEvents(np.empty(0, object), np.empty(0, object), z, z, z)
-    df = cpu[cpu["pid"] == pid]
-    kind = df["kind"].to_numpy(dtype=object)
-    name = df["name"].to_numpy(dtype=object)
-    cls = np.full(len(df), "", object)
+    mine = cpu["pid"].to_numpy() == pid  # columns at the mask, not a copy of the frame
+    kind = cpu["kind"].to_numpy(dtype=object)[mine]
+    name = cpu["name"].to_numpy(dtype=object)[mine]
+    cls = np.full(len(kind), "", object)
     inverse, names = pd.factorize(name)  # each distinct name once (hashing, not sorting)
     names = names.astype(str)
     is_dl = np.array(["DataLoader" in n for n in names], bool)[inverse]
@@ -82,9 +82,9 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
     return HostEvents(
         name=name[keep],
         cls=cls[keep],
-        start=df["start"].to_numpy(dtype=np.int64)[keep],
-        end=df["end"].to_numpy(dtype=np.int64)[keep],
-        win=win_of(df)[keep],
+        start=cpu["start"].to_numpy(dtype=np.int64)[mine][keep],
+        end=cpu["end"].to_numpy(dtype=np.int64)[mine][keep],
+        win=win_of(cpu)[mine][keep],
     )
 
 
