@@ -39,7 +39,7 @@ TRACE is not needed. The target is under 10 s each on a 2-core machine.
 
 The report is Markdown; ``--write-docs FILE`` puts exactly what was printed between
 ``<!-- bench:start -->`` and ``<!-- bench:end -->`` in FILE (``bench-scale`` markers
-for ``--scale``).
+for ``--scale``, ``bench-shapes`` for ``--shapes``).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-SECTIONS = {"compare": "bench", "scale": "bench-scale"}  # --write-docs marker names
+SECTIONS = {"compare": "bench", "scale": "bench-scale", "shapes": "bench-shapes"}  # --write-docs
 
 LABELS: dict[str, str] = {
     "hta": "HTA TraceAnalysis",
@@ -774,11 +774,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _compile_traceprobe()
     if a.shapes:
+        if a.write_docs:
+            _markers(a.write_docs, SECTIONS["shapes"])  # fail now, not after minutes
         workdir = Path(tempfile.mkdtemp(prefix="traceprobe-bench-"))
         try:
             rows = shape_rows(workdir, a.traceprobe_cmd, lambda m: print(m, file=sys.stderr))
             run_rows(rows, a.runs, a.warmup, workdir, lambda m: print(m, file=sys.stderr))
-            print(shapes_report(rows, a.runs), end="")
+            text = shapes_report(rows, a.runs)
+            print(text, end="")
+            if a.write_docs:
+                write_docs(a.write_docs, text, SECTIONS["shapes"])
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return 0
