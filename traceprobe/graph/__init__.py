@@ -14,7 +14,7 @@ and what-if".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,13 +70,18 @@ class WhatIf:
         }
 
 
-def critical_paths(tl: Timeline, window: tuple[int, int] | None = None) -> dict[str, Any]:
+def critical_paths(
+    tl: Timeline, window: tuple[int, int] | None = None, *,
+    steps: bool | Collection[int] = True, whole: bool = True,
+) -> dict[str, Any]:
     """The critical path of the whole trace and of each step (replay with no change).
 
     ``window`` (ns): the report's window when it is not the whole trace. When it runs from
     the first step's start to the last step's end, the path is walked back from the last
     step's end marker to the first step's start; otherwise the whole trace's path is cut
-    to the window (the pieces still tile it exactly).
+    to the window (the pieces still tile it exactly). ``steps``: every step's path (True),
+    none (False) or those of these step numbers; ``whole=False`` leaves the window's out
+    (None): a whole-trace report needs no step's path, one step's report only its own.
     """
     from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
@@ -87,9 +92,11 @@ def critical_paths(tl: Timeline, window: tuple[int, int] | None = None) -> dict[
         return {"window": None, "steps": {}}
     rp = replay(g, Plan.of(g))
     lists = walker(g, rp)
+    wanted = g.steps if steps is True else [] if steps is False else [
+        r for r in g.steps if r[0] in set(steps)]
     return {
-        "window": _windowed(g, rp, lists, window),
-        "steps": {n: _step(g, rp, s, e, lists) for n, s, e in g.steps},
+        "window": _windowed(g, rp, lists, window) if whole else None,
+        "steps": {n: _step(g, rp, s, e, lists) for n, s, e in wanted},
     }
 
 

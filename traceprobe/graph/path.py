@@ -63,8 +63,8 @@ class _Lists:
 
 def _view(a: np.ndarray) -> memoryview:
     """``a`` as a memoryview whose items are Python ints (or bools)."""
-    a = np.ascontiguousarray(a)
-    return memoryview(a if a.dtype == bool else a.astype(np.int64, copy=False))
+    a = np.ascontiguousarray(a if a.dtype == bool else a.astype(np.int64, copy=False))
+    return a.data
 
 
 def walker(g: Graph, rp: Replay) -> _Lists:

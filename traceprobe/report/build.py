@@ -55,7 +55,7 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
         span = timeline.span
         covers = basis == "events" and (span is None or (lo <= span[0] and span[1] <= hi))
         part = timeline if covers else timeline.window(lo, hi)
-        paths = _critical_paths(timeline, (lo, hi))
+        paths = _critical_paths(timeline, (lo, hi), steps=step == "all")
         whole = _one_report(part, lo, hi, None, devs, pid, basis)
         whole = replace(whole, critical_path=paths["window"])
         steps: tuple[Report, ...] = ()
@@ -74,16 +74,19 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
         rep,
         warnings=warnings,
         salvaged=salvaged,
-        critical_path=_critical_paths(timeline)["steps"].get(n),
+        critical_path=_critical_paths(timeline, steps=[n], whole=False)["steps"].get(n),
     )
     return replace(rep, headlines=headlines(rep))
 
 
-def _critical_paths(timeline: Timeline, window: tuple[int, int] | None = None) -> dict[str, Any]:
-    """The replayed critical path of the report's window and of each step (traceprobe.graph);
-    null ones when the inferred graph has a cycle (an inference failed, not the trace)."""
+def _critical_paths(
+    timeline: Timeline, window: tuple[int, int] | None = None, **which: Any
+) -> dict[str, Any]:
+    """The replayed critical path of the report's window and of the steps asked for
+    (``which``: see :func:`traceprobe.graph.critical_paths`); null ones when the inferred
+    graph has a cycle (an inference failed, not the trace)."""
     try:
-        return critical_paths(timeline, window)
+        return critical_paths(timeline, window, **which)
     except ValueError:
         return {"window": None, "steps": {}}
 
