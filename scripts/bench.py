@@ -149,7 +149,7 @@ def _child(kind: str, path: str) -> None:
         import traceprobe.report.build as build
         from traceprobe.cli import cli
 
-        build._critical_paths = lambda tl, window=None: {"window": None, "steps": {}}  # type: ignore
+        build._critical_paths = lambda tl, window=None, **_: {"window": None, "steps": {}}  # type: ignore
         with tempfile.TemporaryDirectory() as d:
             out = str(Path(d) / "out.json")
             cli.main(["analyze", path, "--format", "json", "--output", out],

@@ -211,3 +211,15 @@ def test_bench_measure_does_not_inherit_the_parents_rss(tmp_path: Path) -> None:
     r = bench.measure([sys.executable, "-c", "pass"], tmp_path)
     assert r.rc == 0 and r.peak_rss_mb < 100
     del ballast
+
+
+@pytest.mark.parametrize("row", ["analyze-alone", "traceprobe"])
+def test_bench_traceprobe_rows_run_on_a_real_trace(tmp_path: Path, row: str) -> None:
+    """GIVEN a committed trace WHEN a bench row that runs traceprobe is measured THEN it
+    succeeds (the analyze-without-critical-path row patches a traceprobe function, so a
+    change of that function's signature would break the row, not the suite)."""
+    bench = load_script("bench")
+    trace = next((SCRIPTS.parent / "sample_traces" / "h200x2" / "copy").glob("*/*.json.gz"))
+    argv = bench.argv_for(row, trace, tmp_path, bench.DEFAULT_TRACEPROBE_CMD)
+    r = bench.measure(argv, tmp_path)
+    assert r.rc == 0, r.err_tail
