@@ -254,6 +254,16 @@ TAIL = """
   measured start (the autograd thread of a backward pass runs as measured).
 * Cross-stream event waits are inferred from timing only where they bound an op; a wait that
   did not bind in the measured run is invisible to a scenario that makes it bind.
+* Launch-queue back-pressure is not modelled either: when the host runs ahead of a busy GPU
+  until the driver's launch queue is full, each launch call blocks until a slot frees, and the
+  replay counts that as host time.
+* So on a GPU-bound job a step's path (which ends at a host marker) can follow the host. Example:
+  on HTA's corpus trace `ns_resolution_trace_rank-0…` GPU 0 is busy 97.4% of the profiled steps,
+  yet the path is "bound by idle" (281 ms of its 394 ms). Of that, 240 ms is the main thread
+  inside `## backward ##`, waiting for the autograd thread that runs the backward pass (the
+  cross-thread limit above). The path also holds launch calls that ran long as the queue filled
+  (`runtime`, 23%). Read `bound_by` together with the GPUs' utilization. A host-side scenario
+  on such a trace over-predicts.
 
 ## Against HTA's critical path
 
