@@ -59,13 +59,6 @@ class Axis:
         return np.searchsorted(self.base, x, side="right") - 1
 
 
-def grouped_sum(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
-    """Per group ``0..n-1``: the sum of its int64 ``values`` (exact, unlike a float bincount)."""
-    out = np.zeros(n, np.int64)
-    np.add.at(out, gid, np.asarray(values, np.int64))
-    return out
-
-
 def sorted_unique(a: np.ndarray) -> np.ndarray:
     """``np.unique`` of an int64 array by one sort (numpy's hashing unique is slower here)."""
     a = np.sort(np.asarray(a, np.int64), kind="stable")

@@ -40,14 +40,13 @@ from traceprobe.intervals import Spans, difference, measure_within, spans
 from traceprobe.metrics.axis import (
     Axis,
     first_of_runs,
-    grouped_sum,
     sorted_unique,
     string_ranks,
 )
 from traceprobe.metrics.devices import DeviceBusy
 from traceprobe.metrics.host import Cause, HostIdle
 from traceprobe.metrics.regions import LEAF_CLASSES, REGION_CLASSES, HostEvents, innermost
-from traceprobe.metrics.windows import Windows, offsets
+from traceprobe.metrics.windows import Windows, grouped_sum, offsets
 
 TOP_CAUSES = 5
 TOP_CHILDREN = 3

@@ -34,10 +34,9 @@ from traceprobe.metrics.sweeps import (
     pairs_within,
     positions,
     report_rows,
-    sums,
     unions,
 )
-from traceprobe.metrics.windows import offsets, win_of
+from traceprobe.metrics.windows import grouped_sum, offsets, win_of
 from traceprobe.timeline import COPY_KINDS
 
 
@@ -185,7 +184,7 @@ def copy_compute_by_window(
     sets = unions(g, np.concatenate([s, s[own]]), np.concatenate([e, e[own]]), size)
     count = np.bincount(g, minlength=size)
     n_pageable = np.bincount(g[np.concatenate([pageable, pageable[own]])], minlength=size)
-    total_bytes = sums(np.concatenate([nbytes, nbytes[own]]), g, size)
+    total_bytes = grouped_sum(np.concatenate([nbytes, nbytes[own]]), g, size)
     # every device row gets its "all" row, then one per direction it has copies of
     per_member = len(members)
     index = {d: i for i, d in enumerate(uniq)}
@@ -269,7 +268,7 @@ def serial_by_window(
     union_ns = depths(piece_win, flat.starts, flat.ends, n).cover1.tolist()
     per_stream = np.fromiter((s.busy_ns for mine in streams for s in mine), np.int64)
     stream_win = np.repeat(np.arange(len(streams), dtype=np.int64), [len(x) for x in streams])
-    serial_ns = sums(per_stream, stream_win, len(streams)).tolist()
+    serial_ns = grouped_sum(per_stream, stream_win, len(streams)).tolist()
     span = [int(x) for x in gpu_span_ns]
     return rows_of(
         Serial, serial_ns=serial_ns, busy_union_ns=union_ns, gpu_span_ns=span,

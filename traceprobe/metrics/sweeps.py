@@ -32,17 +32,6 @@ from traceprobe.metrics.windows import offsets
 _I64 = np.int64
 
 
-def sums(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
-    """Per group, the exact int64 sum of ``values`` (no float round-off, unlike bincount)."""
-    out = np.zeros(n, _I64)
-    if not len(values):
-        return out
-    order = np.argsort(gid, kind="stable")
-    cum = np.concatenate([[0], np.cumsum(values[order].astype(_I64))])
-    off = offsets(gid[order], n)
-    return cum[off[1:]] - cum[off[:-1]]
-
-
 def positions(values: np.ndarray, keys: Iterable[int]) -> tuple[np.ndarray, list[int]]:
     """Each of ``values``' position among the distinct ``keys`` (sorted), -1 where it is none
     of them; and those distinct keys (e.g. the devices asked for, then ``window * len + pos``

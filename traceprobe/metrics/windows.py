@@ -22,8 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import Spans, measure_within
-
 
 @dataclass(frozen=True)
 class Windows:
@@ -49,10 +47,6 @@ class Windows:
     def length(self) -> np.ndarray:
         return self.hi - self.lo
 
-    def measure(self, a: Spans) -> np.ndarray:
-        """``|a ∩ window i|`` for each window (int64 ns)."""
-        return measure_within(a, self.lo, self.hi)
-
 
 def win_of(df: pd.DataFrame) -> np.ndarray:
     """The window index of each row of ``df`` (all 0 for a frame that was not cut)."""
@@ -64,6 +58,13 @@ def win_of(df: pd.DataFrame) -> np.ndarray:
 def offsets(sorted_keys: np.ndarray, n: int) -> np.ndarray:
     """``o`` with rows ``o[i]:o[i+1]`` of key ``i``, for keys sorted ascending in ``0..n-1``."""
     return np.searchsorted(sorted_keys, np.arange(n + 1), side="left")
+
+
+def grouped_sum(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
+    """Per group ``0..n-1``: the sum of its int64 ``values`` (exact, unlike a float bincount)."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, gid, np.asarray(values, np.int64))
+    return out
 
 
 def grouped_quantile(values: np.ndarray, gid: np.ndarray, n: int, q: float) -> np.ndarray:
