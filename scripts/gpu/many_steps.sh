@@ -9,17 +9,7 @@
 #   steps2000/    2,000 recorded steps (for timing --step all on a real trace)
 #   COMMANDS.txt  the commands, the machine, the date
 set -euo pipefail
-OUT=${1:?usage: scripts/gpu/many_steps.sh OUTDIR}
-PY=${PYTHON:-python3}
-export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
-mkdir -p "$OUT"
-LOG="$OUT/COMMANDS.txt"
-{
-  echo "# made by: PYTHONPATH=. scripts/gpu/many_steps.sh $OUT   ($(date -u +%FT%TZ))"
-  echo "# host $(hostname)"
-  command -v nvidia-smi >/dev/null && nvidia-smi -L || true
-  $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
-} > "$LOG"
+source scripts/gpu/common.sh scripts/gpu/many_steps.sh "${1:-}"
 for n in 100 2000; do
   cmd=($PY -m traceprobe.record.profile -o "$OUT" --name "steps$n" --force --wait 0 --warmup 1
        --active "$n" -- scripts/gpu/tiny_train.py --steps $((n + 5)))

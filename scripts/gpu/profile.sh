@@ -14,18 +14,7 @@
 #   report.txt        `traceprobe analyze` on both runs, where the analysis deps are installed
 #   COMMANDS.txt      the commands, the machine, the date
 set -euo pipefail
-OUT=${1:?usage: scripts/gpu/profile.sh OUTDIR}
-PY=${PYTHON:-python3}
-export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
-mkdir -p "$OUT"
-GPUS=$($PY -c "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)")
-LOG="$OUT/COMMANDS.txt"
-{
-  echo "# made by: PYTHONPATH=. scripts/gpu/profile.sh $OUT   ($(date -u +%FT%TZ))"
-  echo "# host $(hostname); GPUs: $GPUS"
-  command -v nvidia-smi >/dev/null && nvidia-smi -L || true
-  $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
-} > "$LOG"
+source scripts/gpu/common.sh scripts/gpu/profile.sh "${1:-}"
 
 run() {  # run NAME CMD...: log the command, keep its output
   local name=$1; shift
