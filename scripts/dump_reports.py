@@ -1,0 +1,105 @@
+"""Before/after yardstick: every report of every sample and corpus trace, as JSON files.
+
+    PYTHONPATH=. python scripts/dump_reports.py OUTDIR [--only-ranks]
+    diff -r BEFORE AFTER        # or: python scripts/dump_reports.py --diff BEFORE AFTER
+
+For each trace under sample_traces/, bench/ and ../shared/corpus (when present) it writes
+``analyze(step="all")`` (the whole report and every step's sub-report) as one JSON file, and
+for each folder of rank traces the many-rank summary. A refactor that claims "behaviour
+identical" shows an empty diff. Keys listed with --ignore (dotted, e.g.
+``critical_path``) are dropped before writing, for changes a fix makes on purpose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _traces() -> list[Path]:
+    roots = [REPO / "sample_traces", REPO / "bench", REPO.parent / "shared" / "corpus"]
+    out: list[Path] = []
+    for r in roots:
+        if r.is_dir():
+            out += sorted(p for p in r.rglob("*") if p.name.endswith((".json", ".json.gz"))
+                          and ".pt.trace" in p.name or p.name.endswith(".trace.json.gz"))
+    return sorted(set(out))
+
+
+def _drop(d, keys):
+    for k in keys:
+        parts = k.split(".")
+        stack = [d]
+        for p in parts[:-1]:
+            stack = [x[p] for x in stack if isinstance(x, dict) and p in x]
+        for x in stack:
+            if isinstance(x, dict):
+                x.pop(parts[-1], None)
+    for s in d.get("steps", []) or []:
+        if isinstance(s, dict):
+            _drop(s, keys)
+    return d
+
+
+def dump(out: Path, ignore: list[str], big: bool) -> int:
+    import traceprobe
+    from traceprobe.errors import TraceprobeError
+
+    out.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for p in _traces():
+        if not big and p.stat().st_size > 3_000_000:
+            continue
+        rel = str(p.relative_to(p.anchor)).replace("/", "__")
+        try:
+            rep = traceprobe.analyze(traceprobe.load(str(p)), step="all").to_dict()
+            text = json.dumps(_drop(rep, ignore), indent=1, sort_keys=True, default=str)
+        except TraceprobeError as e:
+            text = f"error: {type(e).__name__}: {e}\n"
+        (out / f"{rel}.json").write_text(text)
+        n += 1
+    for d in sorted({p.parent for p in _traces()}):
+        files = traceprobe.find_traces(str(d))
+        if len(files) < 2:
+            continue
+        try:
+            rep = traceprobe.analyze_many([traceprobe.load(f) for f in files]).to_dict()
+            text = json.dumps(_drop(rep, ignore), indent=1, sort_keys=True, default=str)
+        except TraceprobeError as e:
+            text = f"error: {type(e).__name__}: {e}\n"
+        rel = str(d.relative_to(d.anchor)).replace("/", "__")
+        (out / f"many__{rel}.json").write_text(text)
+        n += 1
+    print(f"dump_reports: {n} reports in {out}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--ignore", action="append", default=[], help="dotted key to drop")
+    ap.add_argument("--big", action="store_true", help="include traces over 3 MB (bench)")
+    ap.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"))
+    a = ap.parse_args()
+    if a.diff:
+        import filecmp
+        b, c = (Path(x) for x in a.diff)
+        names = sorted({p.name for p in b.iterdir()} | {p.name for p in c.iterdir()})
+        bad = [n for n in names if not (b / n).exists() or not (c / n).exists()
+               or not filecmp.cmp(b / n, c / n, shallow=False)]
+        for n in bad:
+            print("differs:", n)
+        print(f"dump_reports: {len(names) - len(bad)} of {len(names)} identical")
+        return 1 if bad else 0
+    if not a.out:
+        ap.error("OUTDIR is required")
+    return dump(Path(a.out), a.ignore, a.big)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
