@@ -22,12 +22,12 @@ sys.path.insert(0, str(REPO))
 
 
 def _traces() -> list[Path]:
-    roots = [REPO / "sample_traces", REPO / "bench", REPO.parent / "shared" / "corpus"]
     out: list[Path] = []
-    for r in roots:
-        if r.is_dir():
-            out += sorted(p for p in r.rglob("*") if p.name.endswith((".json", ".json.gz"))
-                          and ".pt.trace" in p.name or p.name.endswith(".trace.json.gz"))
+    for r in (REPO / "sample_traces", REPO / "bench"):
+        out += [p for p in r.rglob("*") if ".pt.trace.json" in p.name]
+    corpus = REPO.parent / "shared" / "corpus"
+    if corpus.is_dir():
+        out += [p for p in corpus.rglob("*") if p.name.endswith((".json", ".json.gz"))]
     return sorted(set(out))
 
 
