@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from frames import copy, kernel, memset, op, timeline
 from traceprobe.metrics.devices import StreamPair, device_busy, stream_busy, stream_concurrency
+from traceprobe.metrics.grouping import Windows
 from traceprobe.report import analyze, check
 
 
@@ -143,13 +144,14 @@ def test_devices_filter_drops_other_devices() -> None:
 
 def test_metric_functions_work_on_frames_directly() -> None:
     tl = _one_device_mix()
-    busy = device_busy(tl.gpu, [0, 5], window_ns=100)
+    one = Windows.one(0, 100)
+    (busy,) = device_busy(tl.gpu, [0, 5], one)
     assert [(b.device, b.busy_ns, b.idle_ns, b.utilization) for b in busy] == [
         (0, 20, 80, 0.2),
         (5, 0, 100, 0.0),
     ]
-    assert device_busy(tl.gpu, [0], window_ns=0)[0].utilization is None
-    streams = stream_busy(tl.gpu, [0])
+    assert device_busy(tl.gpu, [0], Windows.one(0, 0))[0][0].utilization is None
+    (streams,) = stream_busy(tl.gpu, [0], one)
     assert [(s.stream, s.busy_ns) for s in streams] == [(7, 17), (20, 7)]
-    (c,) = stream_concurrency(streams, [0])
+    ((c,),) = stream_concurrency([streams], [0], one)
     assert c.concurrent_ns == 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from frames import HOST_PID, driver, kernel, op, runtime, timeline
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process, kernel_gaps
 from traceprobe.report import analyze, check
 
@@ -170,8 +171,9 @@ def test_kernel_gaps_and_launch_bound_stream() -> None:
 
 def test_kernel_gaps_ignore_copies_and_other_devices() -> None:
     tl = timeline(gpu=[kernel(0, 1), kernel(5, 6), kernel(0, 1, device=1)])
-    assert [(g.device, g.stream) for g in kernel_gaps(tl.gpu, [0])] == [(0, 7)]
-    assert kernel_gaps(tl.gpu, [1]) == ()
+    one = Windows.one(0, 6)
+    assert [(g.device, g.stream) for g in kernel_gaps(tl.gpu, [0], None, one)[0]] == [(0, 7)]
+    assert kernel_gaps(tl.gpu, [1], None, one) == [()]
 
 
 def test_host_figures_of_a_cpu_only_trace() -> None:
@@ -275,5 +277,5 @@ def test_host_late_compares_epoch_nanoseconds_exactly() -> None:
         cpu = [runtime(base + 100 * (i - 1) + offset, base + 100 * (i - 1) + offset + 1,
                        correlation=i + 1) for i in range(12)]
         tl = timeline(gpu=gpu, cpu=cpu)
-        (g,) = kernel_gaps(tl.gpu, [0], tl.cpu)
+        ((g,),) = kernel_gaps(tl.gpu, [0], tl.cpu, Windows.one(*tl.span))
         assert (g.gaps, g.host_late_gaps) == (11, late)

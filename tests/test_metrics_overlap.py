@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from frames import comm, copy, kernel, op, timeline
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.overlap import CopyCompute, cross_device, multi_device_ns
 from traceprobe.report import analyze, analyze_many, check
 
@@ -46,8 +47,9 @@ def test_multi_device_counts_each_device_once() -> None:
     pairs = {p.devices: p.overlap_ns for p in r.overlap.cross_device}
     # 0&1: [5,10)+[20,25) = 10; 0&2: [8,10)+[20,22) = 4; 1&2: [8,22) = 14
     assert pairs == {(0, 1): 10, (0, 2): 4, (1, 2): 14}
-    assert multi_device_ns(r.devices[:1]) == 0
-    assert len(cross_device(r.devices)) == 3
+    one = Windows.one(r.window.start_ns, r.window.end_ns)
+    assert multi_device_ns([r.devices[:1]], one) == [0]
+    assert len(cross_device([r.devices], one)[0]) == 3
 
 
 def test_copy_partly_hidden_per_direction() -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from frames import kernel, op, runtime, timeline
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.top import TopKernel, TopOp, top_kernels, top_ops
 from traceprobe.report import analyze, check
+
+ONE = Windows.one(0, 100)  # frames that were not cut are one window (its bounds unused)
 
 
 def test_top_kernels_sum_durations_per_name_and_device() -> None:
@@ -32,9 +35,9 @@ def test_top_kernels_keep_ten_of_the_listed_devices() -> None:
     tl = timeline(
         gpu=[kernel(0, i + 1, f"k{i:02d}") for i in range(12)] + [kernel(0, 100, "other", device=1)]
     )
-    rows = top_kernels(tl.gpu, [0], n=10)
+    (rows,) = top_kernels(tl.gpu, [0], ONE, top=10)
     assert [k.name for k in rows] == [f"k{i:02d}" for i in range(11, 1, -1)]
-    assert len(top_kernels(tl.gpu, [0])) == 12  # the report keeps every row; renderers cut
+    assert len(top_kernels(tl.gpu, [0], ONE)[0]) == 12  # the report keeps every row; renderers cut
     # fractions are of all 78 ns of device 0's kernels, not just the ten shown
     assert rows[0].fraction == 12 / 78
 
@@ -73,7 +76,7 @@ def test_top_ops_group_by_input_shape() -> None:
     THEN one row per shape, ranked by self time."""
     tl = timeline(cpu=[op(0, 10, "aten::mm"), op(2, 5, "aten::t"), op(20, 24, "aten::mm")])
     tl.cpu["input_dims"] = ["[[64,64],[64,64]]", "[[64,64]]", "[[2,2],[2,2]]"]
-    rows = top_ops(tl.cpu)
+    (rows,) = top_ops(tl.cpu, ONE)
     assert [(o.name, o.input_dims, o.self_ns, o.total_ns) for o in rows] == [
         ("aten::mm", "[[64,64],[64,64]]", 7, 10),
         ("aten::mm", "[[2,2],[2,2]]", 4, 4),
@@ -83,7 +86,7 @@ def test_top_ops_group_by_input_shape() -> None:
 
 def test_top_of_nothing_is_empty() -> None:
     tl = timeline()
-    assert top_kernels(tl.gpu, []) == ()
-    assert top_ops(tl.cpu) == ()
+    assert top_kernels(tl.gpu, [], ONE) == [()]
+    assert top_ops(tl.cpu, ONE) == [()]
     many = timeline(cpu=[op(0, 1, f"o{i}") for i in range(15)]).cpu
-    assert (len(top_ops(many)), len(top_ops(many, n=10))) == (15, 10)
+    assert (len(top_ops(many, ONE)[0]), len(top_ops(many, ONE, top=10)[0])) == (15, 10)

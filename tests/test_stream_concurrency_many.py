@@ -19,6 +19,7 @@ from traceprobe.metrics.devices import (
     stream_concurrency,
     top_pairs,
 )
+from traceprobe.metrics.grouping import Windows
 
 
 def stream(device: int, sid: int, starts: list[int], durs: list[int]) -> StreamBusy:
@@ -69,7 +70,7 @@ def test_many_streams_list_only_the_top_pairs():
     streams = [stream(0, i, [i * 100], [50]) for i in range(n)]  # disjoint
     streams[3] = stream(0, 3, [10**6], [60])
     streams[5] = stream(0, 5, [10**6 + 10], [30])
-    [sc] = stream_concurrency(streams, [0])
+    [[sc]] = stream_concurrency([streams], [0], Windows.one(0, 10**6))
     # THEN pairs are the ones that overlapped, most first, and the report says pairs are omitted
     assert sc.pairs_omitted and len(sc.pairs) <= TOP_PAIRS
     assert [(p.streams, p.overlap_ns) for p in sc.pairs] == [((3, 5), 30)]
@@ -84,6 +85,6 @@ def test_ten_thousand_streams_go_through_one_sweep(count):
         stream(0, i, sorted(rng.integers(0, 10**6, 2).tolist()), [100, 100]) for i in range(count)
     ]
     # WHEN analysed THEN it completes (a pairwise table would be 50 million merges)
-    [sc] = stream_concurrency(streams, [0])
+    [[sc]] = stream_concurrency([streams], [0], Windows.one(0, 10**6))
     assert sc.streams == count and sc.pairs_omitted
     assert 0 < len(sc.pairs) <= TOP_PAIRS

@@ -1,4 +1,4 @@
-"""Device, stream and overlap figures of many windows at once (``*_by_window``) are, window by
+"""Device, stream and overlap figures of many windows at once (``f(..., windows)``) are, window by
 window, the figures of ``Timeline.window(lo, hi)`` alone, bit for bit (busy sets included).
 
 Each window's figures are also checked against a slow reference written here from the
@@ -28,29 +28,20 @@ from traceprobe.metrics.devices import (
     StreamBusy,
     StreamPair,
     device_busy,
-    device_busy_by_window,
     stream_busy,
-    stream_busy_by_window,
     stream_concurrency,
-    stream_concurrency_by_window,
 )
+from traceprobe.metrics.grouping import Windows, rows_of
 from traceprobe.metrics.overlap import (
     CommCompute,
     CopyCompute,
     DevicePair,
     comm_compute,
-    comm_compute_by_window,
     copy_compute,
-    copy_compute_by_window,
     cross_device,
-    cross_device_by_window,
     multi_device_ns,
-    multi_device_ns_by_window,
     serial,
-    serial_by_window,
 )
-from traceprobe.metrics.rows import rows_of
-from traceprobe.metrics.windows import Windows
 from traceprobe.timeline import COPY_KINDS, Timeline
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,33 +171,37 @@ def gpu_span(gpu) -> int:
 
 
 def one_window(tl: Timeline, lo: int, hi: int, devices, names) -> dict[str, Any]:
-    """Every function of the set on ``tl.window(lo, hi)`` alone (the one-window wrappers)."""
+    """Every function of the set on ``tl.window(lo, hi)`` alone (``Windows.one``)."""
     gpu = tl.window(lo, hi).gpu
-    busy = device_busy(gpu, devices, hi - lo, names)
-    streams = stream_busy(gpu, devices)
-    return {
-        "busy": busy, "streams": streams, "concurrency": stream_concurrency(streams, devices),
-        "cross": cross_device(busy), "multi": multi_device_ns(busy),
-        "copies": copy_compute(gpu, busy), "comm": comm_compute(gpu, devices),
-        "serial": serial(busy, streams, gpu_span(gpu)),
+    one = Windows.one(lo, hi)
+    busy = device_busy(gpu, devices, one, names)
+    streams = stream_busy(gpu, devices, one)
+    cols = {
+        "busy": busy, "streams": streams, "concurrency": stream_concurrency(streams, devices, one),
+        "cross": cross_device(busy, one), "multi": multi_device_ns(busy, one),
+        "copies": copy_compute(gpu, busy, one), "comm": comm_compute(gpu, devices, one),
+        "serial": serial(busy, streams, [gpu_span(gpu)], one),
     }
+    assert all(len(v) == 1 for v in cols.values())
+    return {k: v[0] for k, v in cols.items()}
 
 
 def all_windows(tl: Timeline, bounds, devices, names) -> list[dict[str, Any]]:
-    """Every ``*_by_window`` function on the timeline cut at ``bounds``, split per window."""
+    """Every function on the timeline cut at ``bounds``, split per window."""
     gpu = tl.cut(bounds).gpu
     n = len(bounds)
     win = gpu["win"].to_numpy()
     spans_ = [gpu_span(gpu[win == i]) for i in range(n)]
-    busy = device_busy_by_window(gpu, devices, Windows.of(bounds), names)
-    streams = stream_busy_by_window(gpu, devices, n)
+    windows = Windows.of(bounds)
+    busy = device_busy(gpu, devices, windows, names)
+    streams = stream_busy(gpu, devices, windows)
     cols = {
         "busy": busy, "streams": streams,
-        "concurrency": stream_concurrency_by_window(streams, devices),
-        "cross": cross_device_by_window(busy), "multi": multi_device_ns_by_window(busy),
-        "copies": copy_compute_by_window(gpu, busy),
-        "comm": comm_compute_by_window(gpu, devices, n),
-        "serial": serial_by_window(busy, streams, spans_),
+        "concurrency": stream_concurrency(streams, devices, windows),
+        "cross": cross_device(busy, windows), "multi": multi_device_ns(busy, windows),
+        "copies": copy_compute(gpu, busy, windows),
+        "comm": comm_compute(gpu, devices, windows),
+        "serial": serial(busy, streams, spans_, windows),
     }
     assert all(len(v) == n for v in cols.values())
     return [{k: v[i] for k, v in cols.items()} for i in range(n)]
@@ -291,11 +286,12 @@ def test_an_uncut_frame_is_one_window() -> None:
     """GIVEN a frame with no win column THEN the windowed functions see one window."""
     tl = timeline(gpu=[kernel(0, 10), copy(5, 20, stream=8), comm(0, 4, device=1)])
     gpu = tl.gpu
-    [busy] = device_busy_by_window(gpu, [0, 1], Windows.one(0, 40), {})
+    one = Windows.one(0, 40)
+    [busy] = device_busy(gpu, [0, 1], one, {})
     assert [b.busy_ns for b in busy] == [20, 4] and busy[0].idle_ns == 20
-    [streams] = stream_busy_by_window(gpu, [0, 1], 1)
+    [streams] = stream_busy(gpu, [0, 1], one)
     assert [(s.device, s.stream) for s in streams] == [(0, 7), (0, 8), (1, 7)]
-    [(c,)] = comm_compute_by_window(gpu, [0, 1], 1)
+    [(c,)] = comm_compute(gpu, [0, 1], one)
     assert (c.device, c.comm_ns, c.hidden_ns) == (1, 4, 0)
 
 

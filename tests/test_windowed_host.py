@@ -1,4 +1,4 @@
-"""Launch latency and kernel gaps of many windows at once (``*_by_window`` on a cut timeline)
+"""Launch latency and kernel gaps of many windows at once (``f(..., windows)`` on a cut timeline)
 are, window by window, exactly the figures of ``timeline.window(lo, hi)`` alone: same
 dataclasses, same field values to the last bit (compared by ``repr``, which spells every float
 exactly and tells NaN from None), same order of streams.
@@ -17,14 +17,8 @@ from hypothesis import strategies as st
 
 from frames import comm, copy, driver, kernel, runtime, timeline
 from hyp import examples
-from traceprobe.metrics.host import (
-    MIN_LAUNCH_GAPS,
-    kernel_gaps,
-    kernel_gaps_by_window,
-    launch_latency,
-    launch_latency_by_window,
-)
-from traceprobe.metrics.windows import Windows
+from traceprobe.metrics.grouping import Windows
+from traceprobe.metrics.host import MIN_LAUNCH_GAPS, kernel_gaps, launch_latency
 
 SPAN = 80
 CORR = st.sampled_from([-1, 1, 2, 3, 4, 5, 6])
@@ -90,15 +84,17 @@ def timelines(draw):
 def assert_windows_alone(tl, wins, devices) -> None:
     """Every window of the cut equals the window computed alone, for both figures."""
     cut = tl.cut(wins)
-    latency = launch_latency_by_window(cut.gpu, cut.cpu, len(wins))
-    gaps = kernel_gaps_by_window(cut.gpu, devices, cut.cpu, Windows.of(wins))
-    no_cpu = kernel_gaps_by_window(cut.gpu, devices, None, len(wins))
+    windows = Windows.of(wins)
+    latency = launch_latency(cut.gpu, cut.cpu, windows)
+    gaps = kernel_gaps(cut.gpu, devices, cut.cpu, windows)
+    no_cpu = kernel_gaps(cut.gpu, devices, None, windows)
     assert len(latency) == len(gaps) == len(no_cpu) == len(wins)
     for i, (lo, hi) in enumerate(wins):
         w = tl.window(lo, hi)
-        assert repr(latency[i]) == repr(launch_latency(w.gpu, w.cpu)), (i, lo, hi)
-        assert repr(gaps[i]) == repr(kernel_gaps(w.gpu, devices, w.cpu)), (i, lo, hi)
-        assert repr(no_cpu[i]) == repr(kernel_gaps(w.gpu, devices)), (i, lo, hi)
+        one = Windows.one(lo, hi)
+        assert repr(latency[i]) == repr(launch_latency(w.gpu, w.cpu, one)[0]), (i, lo, hi)
+        assert repr(gaps[i]) == repr(kernel_gaps(w.gpu, devices, w.cpu, one)[0]), (i, lo, hi)
+        assert repr(no_cpu[i]) == repr(kernel_gaps(w.gpu, devices, None, one)[0]), (i, lo, hi)
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -117,12 +113,13 @@ def test_the_train_is_launch_bound_in_its_window_only() -> None:
     tl = timeline(gpu=[kernel(10, 12, stream=9, correlation=1), *g],
                   cpu=[runtime(7, 8, correlation=1), *c])
     cut = tl.cut([(0, 50), (50, 400)])
-    first, second = kernel_gaps_by_window(cut.gpu, [0], cut.cpu, 2)
+    two = Windows.of([(0, 50), (50, 400)])
+    first, second = kernel_gaps(cut.gpu, [0], cut.cpu, two)
     assert first == ()
     (train,) = second
     assert (train.gaps, train.host_late_gaps, train.host_late_p50_ns) == (11, 11, 5.0)
     assert train.kernel_p50_ns == 1.0 and train.launch_bound
-    lat = launch_latency_by_window(cut.gpu, cut.cpu, 2)
+    lat = launch_latency(cut.gpu, cut.cpu, two)
     assert (lat[0].count, lat[0].max_ns, lat[1].count, lat[1].p50_ns) == (1, 3, 12, 1.0)
     assert_windows_alone(tl, [(0, 50), (50, 400)], [0])
 
@@ -133,7 +130,7 @@ def test_a_launch_split_by_a_boundary_counts_in_the_window_of_its_kernel_and_cal
     holds the call but not the kernel, has no launch."""
     tl = timeline(gpu=[kernel(70, 80, correlation=1)], cpu=[runtime(40, 60, correlation=1)])
     cut = tl.cut([(0, 50), (50, 100)])
-    a, b = launch_latency_by_window(cut.gpu, cut.cpu, 2)
+    a, b = launch_latency(cut.gpu, cut.cpu, Windows.of([(0, 50), (50, 100)]))
     assert a.count == 0 and a.mean_ns is None
     assert (b.count, b.max_ns, b.unqueued_count) == (1, 20, 1)
 
@@ -170,7 +167,7 @@ def test_keyed_searches_are_the_plain_loops(rows, queries, inclusive) -> None:
     each answer is what a loop over the rows of the query's key gives."""
     import numpy as np
 
-    from traceprobe.metrics.lookups import NONE, first_of_each, latest_end_before, lookup, rank
+    from traceprobe.metrics.grouping import NONE, first_of_each, latest_end_before, lookup, rank
 
     def cols(xs, i):
         return np.array([x[i] for x in xs], np.int64)

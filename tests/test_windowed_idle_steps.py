@@ -1,4 +1,4 @@
-"""The idle causes and the step-time breakdown of many windows at once (``*_by_window`` on a
+"""The idle causes and the step-time breakdown of many windows at once (``f(..., windows)`` on a
 cut timeline) are, window by window, what the one-window functions give on that window's
 own frames (``Timeline.window``): same dataclasses, same values, same order.
 
@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from frames import HOST_PID, annotation, comm, copy, kernel, memset, op, runtime, timeline
 from hyp import examples
 from traceprobe.metrics.devices import device_busy
-from traceprobe.metrics.idle import idle_causes, idle_causes_by_window
+from traceprobe.metrics.grouping import Windows
+from traceprobe.metrics.idle import idle_causes
 from traceprobe.metrics.regions import host_events, innermost
-from traceprobe.metrics.steps import step_breakdown, step_breakdown_by_window
-from traceprobe.metrics.windows import Windows
+from traceprobe.metrics.steps import step_breakdown
 
 SPAN = 60
 ROOT = Path(__file__).parent.parent
@@ -86,22 +86,27 @@ anywhere = st.lists(st.tuples(st.integers(-10, SPAN + 5), st.integers(0, 40)).ma
 def per_window_busy(cut, wins, devices) -> list[tuple]:
     """device_busy of each window's own rows (the busy sets the windowed idle takes)."""
     win = cut.gpu["win"].to_numpy()
-    return [device_busy(cut.gpu[win == i].drop(columns="win"), devices, hi - lo)
+    return [device_busy(cut.gpu[win == i].drop(columns="win"), devices, Windows.one(lo, hi))[0]
             for i, (lo, hi) in enumerate(wins)]
+
+
+def alone(w, ev_w, devices, lo, hi) -> tuple:
+    """The idle causes and the step breakdown of one window's own frames."""
+    one = Windows.one(lo, hi)
+    idle = idle_causes(device_busy(w.gpu, devices, one), ev_w, one)[0]
+    return idle, step_breakdown(w.gpu, ev_w, w.steps, devices, one)[0]
 
 
 def assert_windows_agree(tl, wins) -> None:
     devices = list(tl.devices)
     cut = tl.cut(wins)
     ev = host_events(cut.cpu, HOST_PID)
-    idle = idle_causes_by_window(per_window_busy(cut, wins, devices), ev, Windows.of(wins))
-    steps = step_breakdown_by_window(cut.gpu, ev, cut.steps, devices, len(wins))
+    idle = idle_causes(per_window_busy(cut, wins, devices), ev, Windows.of(wins))
+    steps = step_breakdown(cut.gpu, ev, cut.steps, devices, Windows.of(wins))
     assert len(idle) == len(steps) == len(wins)
     for i, (lo, hi) in enumerate(wins):
         w = tl.window(lo, hi)
-        ev_w = host_events(w.cpu, HOST_PID)
-        assert idle[i] == idle_causes(device_busy(w.gpu, devices, hi - lo), ev_w, lo, hi), i
-        assert steps[i] == step_breakdown(w.gpu, ev_w, w.steps, devices), i
+        assert (idle[i], steps[i]) == alone(w, host_events(w.cpu, HOST_PID), devices, lo, hi), i
 
 
 @settings(max_examples=examples(80), deadline=None)
@@ -124,7 +129,7 @@ def test_a_window_without_events_or_steps_and_an_empty_one() -> None:
     assert_windows_agree(tl, wins)
     cut = tl.cut(wins)
     ev = host_events(cut.cpu, HOST_PID)
-    idle = idle_causes_by_window(per_window_busy(cut, wins, [0, 1]), ev, Windows.of(wins))
+    idle = idle_causes(per_window_busy(cut, wins, [0, 1]), ev, Windows.of(wins))
     (gpu0, gpu1) = idle[1]
     assert (gpu0.idle_ns, gpu0.idle_host_busy_ns) == (20, 0)
     assert [(c.name, c.ns, c.calls) for c in gpu0.causes] == [("host idle", 20, 1)]
@@ -133,7 +138,7 @@ def test_a_window_without_events_or_steps_and_an_empty_one() -> None:
     # the sync is "synchronization", not "waiting on another device"
     names = {c.name: c.ns for c in idle[3][0].causes}
     assert names == {"host idle": 25, "synchronization": 5}
-    steps = step_breakdown_by_window(cut.gpu, ev, cut.steps, [0, 1], len(wins))
+    steps = step_breakdown(cut.gpu, ev, cut.steps, [0, 1], Windows.of(wins))
     assert steps[1] == () and steps[2] == ()
     assert [(b.step, b.device) for b in steps[3]] == [(2, 0), (2, 1)]
 
@@ -154,13 +159,11 @@ def test_every_sample_trace_cut_at_its_steps() -> None:
         pid = host_process(tl.cpu)
         cut = tl.cut(wins)
         ev = host_events(cut.cpu, pid)
-        idle = idle_causes_by_window(per_window_busy(cut, wins, devices), ev, Windows.of(wins))
-        steps = step_breakdown_by_window(cut.gpu, ev, cut.steps, devices, len(wins))
+        idle = idle_causes(per_window_busy(cut, wins, devices), ev, Windows.of(wins))
+        steps = step_breakdown(cut.gpu, ev, cut.steps, devices, Windows.of(wins))
         for i, (lo, hi) in enumerate(wins):
             w = tl.window(lo, hi)
-            ev_w = host_events(w.cpu, pid)
-            assert idle[i] == idle_causes(device_busy(w.gpu, devices, hi - lo), ev_w, lo, hi)
-            assert steps[i] == step_breakdown(w.gpu, ev_w, w.steps, devices)
+            assert (idle[i], steps[i]) == alone(w, host_events(w.cpu, pid), devices, lo, hi)
             seen += 1
     assert seen >= 20
 

@@ -1,4 +1,4 @@
-"""Top kernels, top CPU ops and copy rates of many windows at once (``*_by_window`` on a cut
+"""Top kernels, top CPU ops and copy rates of many windows at once (``f(..., windows)`` on a cut
 timeline) are, window by window, what the plain functions give on ``Timeline.window``; and
 the vectorised self time is the stack sweep it replaces."""
 
@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from frames import copy, kernel, op, timeline
 from hyp import examples
 from test_timeline_windows import bounds, steps_like
-from traceprobe.metrics.copies import copy_rates, copy_rates_by_window
+from traceprobe.metrics.copies import copy_rates
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.nesting import self_times
-from traceprobe.metrics.top import top_kernels, top_kernels_by_window, top_ops, top_ops_by_window
-from traceprobe.metrics.windows import Windows
+from traceprobe.metrics.top import top_kernels, top_ops
 
 SAMPLES = Path(__file__).parent.parent / "sample_traces"
 NAMES = {0: "NVIDIA H200", 1: None}
@@ -116,18 +116,19 @@ def assert_windows_match(tl, wins, devices) -> None:
     first ``n`` rows are the first ``n`` of the full table."""
     cut = tl.cut(wins)
     n = Windows.of(wins)
-    kernels = top_kernels_by_window(cut.gpu, devices, n)
-    kernels_1 = top_kernels_by_window(cut.gpu, devices, len(wins), n=1)
-    ops = top_ops_by_window(cut.cpu, n)
-    ops_2 = top_ops_by_window(cut.cpu, len(wins), n=2)
-    rates = copy_rates_by_window(cut.gpu, devices, NAMES, n)
+    kernels = top_kernels(cut.gpu, devices, n)
+    kernels_1 = top_kernels(cut.gpu, devices, n, top=1)
+    ops = top_ops(cut.cpu, n)
+    ops_2 = top_ops(cut.cpu, n, top=2)
+    rates = copy_rates(cut.gpu, devices, NAMES, n)
     for got in (kernels, kernels_1, ops, ops_2, rates):
         assert len(got) == len(wins)
     for i, (lo, hi) in enumerate(wins):
         w = tl.window(lo, hi)
-        assert kernels[i] == top_kernels(w.gpu, devices), (i, lo, hi)
-        assert ops[i] == top_ops(w.cpu), (i, lo, hi)
-        assert rates[i] == copy_rates(w.gpu, devices, NAMES), (i, lo, hi)
+        one = Windows.one(lo, hi)
+        assert kernels[i] == top_kernels(w.gpu, devices, one)[0], (i, lo, hi)
+        assert ops[i] == top_ops(w.cpu, one)[0], (i, lo, hi)
+        assert rates[i] == copy_rates(w.gpu, devices, NAMES, one)[0], (i, lo, hi)
         assert (kernels_1[i], ops_2[i]) == (kernels[i][:1], ops[i][:2])
 
 
@@ -146,14 +147,16 @@ def test_by_window_by_hand() -> None:
     tl = timeline(gpu=[kernel(5, 15, "a"), kernel(12, 14, "b")],
                   cpu=[op(0, 20, "outer"), op(8, 12, "inner")])
     cut = tl.cut([(0, 10), (10, 20)])
-    k0, k1 = top_kernels_by_window(cut.gpu, [0], 2)
+    two = Windows.of([(0, 10), (10, 20)])
+    k0, k1 = top_kernels(cut.gpu, [0], two)
     assert [(k.name, k.total_ns, k.fraction) for k in k0] == [("a", 5, 1.0)]
     assert [(k.name, k.total_ns, k.fraction) for k in k1] == [("a", 5, 5 / 7), ("b", 2, 2 / 7)]
-    o0, o1 = top_ops_by_window(cut.cpu, 2)
+    o0, o1 = top_ops(cut.cpu, two)
     # window 0: outer [0,10) holds inner [8,10): self 8 and 2; window 1: [10,20) holds [10,12)
     assert [(o.name, o.total_ns, o.self_ns) for o in o0] == [("outer", 10, 8), ("inner", 2, 2)]
     assert [(o.name, o.total_ns, o.self_ns) for o in o1] == [("outer", 10, 8), ("inner", 2, 2)]
-    assert top_ops_by_window(cut.cpu, 3)[2] == ()  # a window with nothing in it
+    # a window with nothing in it
+    assert top_ops(cut.cpu, Windows.of([(0, 10), (10, 20), (20, 20)]))[2] == ()
 
 
 def test_recorded_steps() -> None:
@@ -170,12 +173,14 @@ def test_recorded_steps() -> None:
         several += len(wins) > 1
         cut = tl.cut(wins)
         names = {d: tl.meta.device_name(d) for d in tl.devices}
-        kernels = top_kernels_by_window(cut.gpu, tl.devices, len(wins))
-        ops = top_ops_by_window(cut.cpu, len(wins))
-        rates = copy_rates_by_window(cut.gpu, tl.devices, names, len(wins))
+        windows = Windows.of(wins)
+        kernels = top_kernels(cut.gpu, tl.devices, windows)
+        ops = top_ops(cut.cpu, windows)
+        rates = copy_rates(cut.gpu, tl.devices, names, windows)
         for i, (lo, hi) in enumerate(wins):
             w = tl.window(lo, hi)
-            assert kernels[i] == top_kernels(w.gpu, tl.devices), (path, i)
-            assert ops[i] == top_ops(w.cpu), (path, i)
-            assert rates[i] == copy_rates(w.gpu, tl.devices, names), (path, i)
+            one = Windows.one(lo, hi)
+            assert kernels[i] == top_kernels(w.gpu, tl.devices, one)[0], (path, i)
+            assert ops[i] == top_ops(w.cpu, one)[0], (path, i)
+            assert rates[i] == copy_rates(w.gpu, tl.devices, names, one)[0], (path, i)
     assert several >= 3

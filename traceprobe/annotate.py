@@ -48,6 +48,7 @@ from traceprobe.errors import OutputError, TraceError
 from traceprobe.intervals import Spans, gaps, intersect, measure_within, spans, union
 from traceprobe.load.read import read_chunks
 from traceprobe.metrics.devices import device_busy
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process
 from traceprobe.metrics.idle import gap_causes
 from traceprobe.metrics.regions import HostEvents, host_events
@@ -98,7 +99,7 @@ def tracks(timeline: Timeline) -> list[Track]:
         if band.kind == "multi_device" and len(devices) == 2:
             name = f"GPU {devices[0]} & GPU {devices[1]} both busy"
         out.append(Track(OVERLAP_PROCESS, name, band.spans))
-    busy = device_busy(timeline.gpu, devices, hi - lo)
+    busy = device_busy(timeline.gpu, devices, Windows.one(lo, hi))[0]
     if 3 <= len(busy) <= MAX_PAIR_DEVICES:
         at = 1 if bands and bands[0].kind == "multi_device" else 0
         out[at:at] = [

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from traceprobe.metrics.grouping import key_changes
+
 
 def self_times(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) -> np.ndarray:
     """Per op: ``end - start`` minus the durations of its direct children (ops of the same
@@ -39,11 +41,7 @@ def self_times(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray])
     keys = [np.asarray(k, dtype=np.int64) for k in thread]
     order = np.lexsort((-e0, s0, *reversed(keys)))
     s, e = s0[order], e0[order]
-    new = np.zeros(rows, bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
+    new = key_changes(*(k[order] for k in keys))
     parent = _last_open(s, e, new)
     child = parent >= 0
     child[child] = e[child] <= e[parent[child]]

@@ -52,6 +52,7 @@ from traceprobe.intervals import (
 )
 from traceprobe.metrics import groups
 from traceprobe.metrics.devices import device_busy, stream_busy
+from traceprobe.metrics.grouping import Windows
 from traceprobe.render.events import host_kinds, nesting
 from traceprobe.timeline import Timeline
 
@@ -395,8 +396,9 @@ def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False, idle: bool = 
     gpu = tl.gpu
     devices = tl.devices
     names = {d: tl.meta.device_name(d) for d in devices}
-    busy = device_busy(gpu, devices, max(hi - lo, 0), names)
-    streams = stream_busy(gpu, devices)
+    one = Windows.one(lo, max(hi, lo))
+    busy = device_busy(gpu, devices, one, names)[0]
+    streams = stream_busy(gpu, devices, one)[0]
 
     lanes = []
     if not gpu.empty:

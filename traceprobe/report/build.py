@@ -15,10 +15,10 @@ from typing import Any
 
 from traceprobe.errors import UsageError
 from traceprobe.graph import critical_paths
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process
 from traceprobe.metrics.overlap import CrossTrace, cross_trace
 from traceprobe.metrics.runs import runs
-from traceprobe.metrics.windows import Windows
 from traceprobe.report.headlines import headlines
 from traceprobe.report.model import MultiReport, Report, Step
 from traceprobe.report.windows import window_reports
