@@ -24,6 +24,7 @@ each group's ``|coverage(.., 1)|``, ``|coverage(.., 2)|`` and ``max_depth``, and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -248,6 +249,21 @@ def measure_within(a: Spans, starts, ends) -> np.ndarray:
         return cum[j] - np.maximum(over, 0)
 
     return np.maximum(upto(e) - upto(s), 0)
+
+
+def covered_within(sets: Sequence[Spans], starts, ends) -> np.ndarray:
+    """``|(∪ sets) ∩ [starts[i], ends[i])|`` for every i (e.g. the busy part of each pixel
+    of a row drawn from several sets)."""
+    return measure_within(union(*sets), starts, ends)
+
+
+def merge_close(a: Spans, gap: int) -> Spans:
+    """``a`` with pieces whose gap is at most ``gap`` joined (ends stay exact): a coarser
+    set for drawing at a resolution of ``gap``."""
+    if gap <= 0 or len(a) < 2:
+        return a
+    joined = spans(a.starts, a.ends + gap)
+    return Spans(joined.starts, joined.ends - gap)
 
 
 # --- many groups at once ---------------------------------------------------------------
