@@ -63,9 +63,9 @@ def test_band_lengths_are_the_reports_figures(path: Path) -> None:
 
 def test_bands_by_hand() -> None:
     """GIVEN GPU 0: kernels [0,10) [20,30) on stream 7, a copy [5,25) on stream 8; GPU 1: a
-    comm kernel [8,22) THEN ≥2 GPUs busy is [8,22) (the copy fills GPU 0's gap), the copy hidden under GPU 0's
-    kernels [5,10)+[20,25), its ≥2 streams [5,10)+[20,25), and GPU 0 idle nothing of
-    [0,30) but GPU 1 idle [0,8)+[22,30)."""
+    comm kernel [8,22) THEN ≥2 GPUs busy is [8,22) (the copy fills GPU 0's gap), the copy
+    hidden under GPU 0's kernels [5,10)+[20,25), its ≥2 streams [5,10)+[20,25), and GPU 0
+    idle nothing of [0,30) but GPU 1 idle [0,8)+[22,30)."""
     tl = timeline(gpu=[kernel(0, 10), kernel(20, 30), copy(5, 25, stream=8),
                        comm(8, 22, device=1)])
     (bands,) = overlap_bands(tl.gpu, [0, 1], Windows.one(0, 30), idle=True)
