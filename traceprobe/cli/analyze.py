@@ -44,7 +44,7 @@ class StepParam(click.ParamType):
 
 @click.command("analyze")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("-f", "--format", "fmt", type=click.Choice([*formats(), "html"]), default=None,
+@click.option("-f", "--format", "fmt", type=click.Choice(formats()), default=None,
               help="Report format.  [default: from the --output suffix (.json, .md), else text]")
 @click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
               show_default=True, help="Write the report to FILE ('-': standard output).")
@@ -174,6 +174,7 @@ def analyze(
         # the analysis stack (pandas) is imported while worker processes decode
         from traceprobe import report as rp
         from traceprobe.render import as_dict, render
+        from traceprobe.report.build import without_steps
 
         timelines = loading.result(progress=progress, errors=errors)
         files = loading.loaded
@@ -187,12 +188,16 @@ def analyze(
         from traceprobe.report.build import check_devices
 
         check_devices(timelines, only)
+    # --tensorboard needs every step of every GPU: the report with steps gives the plain one too
+    want = "all" if tb and step is None and only is None else step
     if len(timelines) == 1:
-        data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
-        per_trace = [data]
+        rep: Any = rp.analyze(timelines[0], step=want, devices=only)
+        with_steps = [rep] if want == "all" and only is None else None
     else:
-        data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
-        per_trace = list(data["traces"])
+        rep = rp.analyze_many(timelines, step=want, devices=only)
+        with_steps = list(rep.reports) if want == "all" and only is None else None
+    data = as_dict(without_steps(rep) if want != step else rep)
+    per_trace = [data] if len(timelines) == 1 else list(data["traces"])
     if hta:
         for failure in hta_bridge.add_hta(files, per_trace):
             click.echo(f"traceprobe: warning: {failure}", err=True)
@@ -214,7 +219,7 @@ def analyze(
 
         write_plots(timelines, per_trace, plot_path, force=force)
     if tb:
-        _write_tensorboard(files, timelines, force=force)
+        _write_tensorboard(files, timelines, with_steps, force=force)
     if errors and not skip_bad:
         raise click.exceptions.Exit(TraceError.exit_code)
 
@@ -271,14 +276,19 @@ def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool
         write_ranks_csv(data, csv_dir, force=force)
 
 
-def _write_tensorboard(files: list[Path], timelines: list, *, force: bool) -> None:
-    """Per-step scalars into ``<trace dir>/traceprobe/``, one run per directory of traces."""
+def _write_tensorboard(files: list[Path], timelines: list, reports: list | None, *,
+                       force: bool) -> None:
+    """Per-step scalars into ``<trace dir>/traceprobe/``, one run per directory of traces;
+    ``reports``: the traces' reports made with ``step="all"`` (None: made here, for a
+    report of one step)."""
     from traceprobe import report as rp
     from traceprobe import tensorboard
 
+    if reports is None:
+        reports = [rp.analyze(tl, step="all") for tl in timelines]
     groups: dict[Path, list[dict]] = {}
-    for f, tl in zip(files, timelines, strict=True):
-        groups.setdefault(Path(f).parent, []).append(rp.analyze(tl, step="all").to_dict())
+    for f, r in zip(files, reports, strict=True):
+        groups.setdefault(Path(f).parent, []).append(r.to_dict())
     for run_dir, reports in groups.items():
         tensorboard.write_scalars(run_dir, reports, force=force)
 

@@ -3,7 +3,7 @@
 Pure data, shared by the HTML report's zoomable canvas and the static PNG::
 
     lanes = build_lanes(timeline)                  # whole trace; or window=(lo, hi) in ns
-    lanes = lanes_for_report(report_dict, timeline)  # the report's window and GPUs
+    lanes = lanes_for_report(report, timeline)       # the report's window and GPUs
     lanes.rows()                                   # the rows to draw, top to bottom
     lanes.to_payload()                             # compact JSON-able form for timeline.js
     raster(row, lo, hi, width)                     # one row on `width` pixels (the PNG)
@@ -53,6 +53,7 @@ from traceprobe.intervals import (
 from traceprobe.metrics.bands import LANE_KINDS, OverlapBand, activity, overlap_bands
 from traceprobe.metrics.grouping import Windows
 from traceprobe.render.events import host_kinds, nesting
+from traceprobe.report.model import Report
 from traceprobe.timeline import Timeline
 
 # Kinds of a lane (LANE_KINDS, from metrics.bands; "comm" is a kernel with comm=True) and of a
@@ -344,12 +345,18 @@ def build_lanes(
 
 
 def lanes_for_report(
-    report: Mapping[str, Any] | None, timeline: Timeline, **kw: Any
+    report: Report | Mapping[str, Any] | None, timeline: Timeline, **kw: Any
 ) -> Lanes:
-    """:func:`build_lanes` for what a report dict analysed: its window and its GPUs."""
-    window = report_window(report, timeline)
-    devices = [d.get("device") for d in (report or {}).get("devices") or []]
-    devices = [int(d) for d in devices if d is not None]
+    """:func:`build_lanes` for what a report analysed: its window and its GPUs. A
+    :class:`~traceprobe.report.Report` gives its window in exact ns; a report dict's
+    window is found by :func:`report_window`."""
+    if isinstance(report, Report):
+        window: tuple[int, int] | None = (report.window.start_ns, report.window.end_ns)
+        devices = [d.device for d in report.devices]
+    else:
+        window = report_window(report, timeline)
+        devices = [d.get("device") for d in (report or {}).get("devices") or []]
+        devices = [int(d) for d in devices if d is not None]
     if devices and devices != timeline.devices:
         timeline = timeline.only_devices(devices)
     return build_lanes(timeline, window, **kw)

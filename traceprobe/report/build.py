@@ -190,6 +190,15 @@ def analyze_many(
     return MultiReport(reports, CrossTrace(tuple(pairs), tuple(skipped)), groups)
 
 
+def without_steps(report: Report | MultiReport) -> Report | MultiReport:
+    """The report ``analyze(step=None)`` (or ``analyze_many``) gives, from the one made with
+    ``step="all"``: the whole-trace figures do not depend on the step sub-reports (tested),
+    so a caller that needs both (``--tensorboard``) analyses each trace once."""
+    if isinstance(report, MultiReport):
+        return replace(report, reports=tuple(replace(r, steps=()) for r in report.reports))
+    return replace(report, steps=())
+
+
 def _devices(timeline: Timeline, devices: Sequence[int] | None) -> list[int]:
     if devices is None:
         return timeline.devices
