@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from traceprobe.errors import UsageError
+from traceprobe.errors import GraphCycle, UsageError
 from traceprobe.graph import critical_paths
 from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process
@@ -84,10 +84,11 @@ def _critical_paths(
 ) -> dict[str, Any]:
     """The replayed critical path of the report's window and of the steps asked for
     (``which``: see :func:`traceprobe.graph.critical_paths`); null ones when the inferred
-    graph has a cycle (an inference failed, not the trace)."""
+    graph has a cycle (:class:`~traceprobe.errors.GraphCycle`: an inference failed, not the
+    trace; any other error is a bug and goes up)."""
     try:
         return critical_paths(timeline, window, **which)
-    except ValueError:
+    except GraphCycle:
         return {"window": None, "steps": {}}
 
 
