@@ -25,3 +25,18 @@ def test_the_whole_report_does_not_depend_on_its_steps() -> None:
     assert len(ranks) >= 2
     assert (without_steps(analyze_many(ranks, step="all")).to_dict()
             == analyze_many(ranks).to_dict())
+
+
+def test_analyze_with_steps_gives_both_reports() -> None:
+    """GIVEN a trace with steps WHEN asked for the report of each kind and every step THEN
+    both are those analyze makes, whatever was asked (once for the whole trace)."""
+    from traceprobe.report.build import analyze_with_steps
+
+    tl = load(next(p for p in sorted(ROOT.rglob("*.pt.trace.json.gz"))
+                   if not load(p).steps.empty))
+    every = analyze(tl, step="all").to_dict()
+    n = int(tl.steps["step"].iloc[0])
+    for step, devices in ((None, None), ("all", None), (n, None), (None, tl.devices[:1])):
+        rep, stepped = analyze_with_steps([tl], step=step, devices=devices)
+        assert rep.to_dict() == analyze(tl, step=step, devices=devices).to_dict()
+        assert [r.to_dict() for r in stepped] == [every]

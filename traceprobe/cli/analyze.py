@@ -174,7 +174,6 @@ def analyze(
         # the analysis stack (pandas) is imported while worker processes decode
         from traceprobe import report as rp
         from traceprobe.render import as_dict, render
-        from traceprobe.report.build import without_steps
 
         timelines = loading.result(progress=progress, errors=errors)
         files = loading.loaded
@@ -188,15 +187,16 @@ def analyze(
         from traceprobe.report.build import check_devices
 
         check_devices(timelines, only)
-    # --tensorboard needs every step of every GPU: the report with steps gives the plain one too
-    want = "all" if tb and step is None and only is None else step
-    if len(timelines) == 1:
-        rep: Any = rp.analyze(timelines[0], step=want, devices=only)
-        with_steps = [rep] if want == "all" and only is None else None
+    stepped: list[Any] = []
+    if tb:  # the scalars need every step: one analysis per trace gives both reports
+        from traceprobe.report.build import analyze_with_steps
+
+        rep, stepped = analyze_with_steps(timelines, step=step, devices=only)
+    elif len(timelines) == 1:
+        rep = rp.analyze(timelines[0], step=step, devices=only)
     else:
-        rep = rp.analyze_many(timelines, step=want, devices=only)
-        with_steps = list(rep.reports) if want == "all" and only is None else None
-    data = as_dict(without_steps(rep) if want != step else rep)
+        rep = rp.analyze_many(timelines, step=step, devices=only)
+    data = as_dict(rep)
     per_trace = [data] if len(timelines) == 1 else list(data["traces"])
     if hta:
         for failure in hta_bridge.add_hta(files, per_trace):
@@ -219,7 +219,7 @@ def analyze(
 
         write_plots(timelines, per_trace, plot_path, force=force)
     if tb:
-        _write_tensorboard(files, timelines, with_steps, force=force)
+        _write_tensorboard(files, stepped, force=force)
     if errors and not skip_bad:
         raise click.exceptions.Exit(TraceError.exit_code)
 
@@ -276,21 +276,16 @@ def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool
         write_ranks_csv(data, csv_dir, force=force)
 
 
-def _write_tensorboard(files: list[Path], timelines: list, reports: list | None, *,
-                       force: bool) -> None:
+def _write_tensorboard(files: list[Path], stepped: list, *, force: bool) -> None:
     """Per-step scalars into ``<trace dir>/traceprobe/``, one run per directory of traces;
-    ``reports``: the traces' reports made with ``step="all"`` (None: made here, for a
-    report of one step)."""
-    from traceprobe import report as rp
+    ``stepped``: the traces' reports made with ``step="all"``."""
     from traceprobe import tensorboard
 
-    if reports is None:
-        reports = [rp.analyze(tl, step="all") for tl in timelines]
     groups: dict[Path, list[dict]] = {}
-    for f, r in zip(files, reports, strict=True):
+    for f, r in zip(files, stepped, strict=True):
         groups.setdefault(Path(f).parent, []).append(r.to_dict())
-    for run_dir, reports in groups.items():
-        tensorboard.write_scalars(run_dir, reports, force=force)
+    for run_dir, docs in groups.items():
+        tensorboard.write_scalars(run_dir, docs, force=force)
 
 
 def _color_terminal() -> bool:

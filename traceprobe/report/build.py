@@ -191,6 +191,26 @@ def analyze_many(
     return MultiReport(reports, CrossTrace(tuple(pairs), tuple(skipped)), groups)
 
 
+def analyze_with_steps(
+    timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None
+) -> tuple[Report | MultiReport, list[Report]]:
+    """The report of ``timelines`` asked for (:func:`analyze` of one, :func:`analyze_many` of
+    several) and each trace's report with every step (``step="all"``, every GPU), as
+    ``--tensorboard`` needs both: one analysis per trace gives both unless one step or some
+    GPUs were asked for."""
+    once = step in (None, "all") and devices is None
+    want = "all" if once else step
+    if len(timelines) == 1:
+        one = analyze(timelines[0], step=want, devices=devices)
+        rep: Report | MultiReport = one
+        stepped = [one] if once else [analyze(timelines[0], step="all")]
+    else:
+        many = analyze_many(timelines, step=want, devices=devices)
+        rep = many
+        stepped = list(many.reports) if once else [analyze(t, step="all") for t in timelines]
+    return (without_steps(rep) if want != step else rep), stepped
+
+
 def without_steps(report: Report | MultiReport) -> Report | MultiReport:
     """The report ``analyze(step=None)`` (or ``analyze_many``) gives, from the one made with
     ``step="all"``: the whole-trace figures do not depend on the step sub-reports (tested),
