@@ -121,6 +121,10 @@ def describe(url: str, e: BaseException) -> tuple[str, str]:
     if isinstance(e, TypeError) and "unexpected keyword" in why:
         return (f"a storage option is not one this store takes ({why})",
                 "check the --storage-option names against the back end's documentation")
+    if any(w in n for n in names for w in ("Payload", "IncompleteRead", "ContentLength",
+                                             "ResponseStreaming")):
+        return (f"the connection ended before the whole object arrived ({why})",
+                "retry; check the network and the endpoint")
     if isinstance(e, TimeoutError) or any("Timeout" in n for n in names):
         return (f"timed out talking to the store ({why})",
                 "check the network and the endpoint, or allow more time (s3: "
