@@ -77,7 +77,8 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         try:
             iam = boto3.client("iam", endpoint_url=endpoint)
             iam.create_user(UserName="reader")
-            iam.put_user_policy(UserName="reader", PolicyName="s3", PolicyDocument=json.dumps(POLICY))
+            iam.put_user_policy(UserName="reader", PolicyName="s3",
+                                PolicyDocument=json.dumps(POLICY))
             key = iam.create_access_key(UserName="reader")["AccessKey"]
             c = boto3.client("s3", endpoint_url=endpoint)
             c.create_bucket(Bucket=BUCKET)
