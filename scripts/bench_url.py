@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -38,10 +39,34 @@ ENV = {"AWS_ACCESS_KEY_ID": "bench-dummy", "AWS_SECRET_ACCESS_KEY": "bench-dummy
        "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
 
 
+class Requests(logging.Handler):
+    """Counts the requests the server answers, by method (werkzeug logs one line each)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.counts: dict[str, int] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = re.sub(r"\x1b\[[0-9;]*m", "", record.getMessage())  # werkzeug colours a 206
+        for method in ("GET", "HEAD", "PUT", "POST"):
+            if f'"{method} ' in msg:
+                self.counts[method] = self.counts.get(method, 0) + 1
+
+    def take(self) -> dict[str, int]:
+        out, self.counts = self.counts, {}
+        return out
+
+
+REQUESTS = Requests()
+
+
 def start_server() -> tuple[object, str]:
     from moto.server import ThreadedMotoServer
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    log = logging.getLogger("werkzeug")
+    log.setLevel(logging.INFO)
+    log.propagate = False  # counted, not printed
+    log.handlers[:] = [REQUESTS]
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -82,12 +107,16 @@ def bench(source: Path, n: int, sizes: list[int], runs: int, data_dir: Path, log
         workdir = Path(tempfile.mkdtemp(prefix="traceprobe-bench-url-"))
         results: dict[tuple[int, str], list[tuple[float, float, int]]] = {}
         same: dict[int, bool] = {}
+        requests: dict[int, dict[str, int]] = {}
         for r in range(runs):
             for k in sizes:
                 texts = {}
                 for label, argv in engines.items():
                     log(f"bench-url: run {r + 1}/{runs}, x{k}, {label}")
+                    REQUESTS.take()
                     got = bench_ranks.run_args(argv(k), workdir)
+                    if label != "local disk":
+                        requests[k] = REQUESTS.take()
                     if got[2] != 0:
                         raise SystemExit(f"bench-url: {label} exited {got[2]}")
                     results.setdefault((k, label), []).append(got)
@@ -108,6 +137,7 @@ def bench(source: Path, n: int, sizes: list[int], runs: int, data_dir: Path, log
              "| size k | objects | gzip MB | source | wall s | s per rank (× cores) | "
              "client peak MB | same JSON |",
              "| ---: | ---: | ---: | :--- | ---: | ---: | ---: | :--- |"]
+    notes = [""]
     for k in sizes:
         walls = []
         for label in engines:
@@ -118,12 +148,12 @@ def bench(source: Path, n: int, sizes: list[int], runs: int, data_dir: Path, log
             lines.append(f"| {k} | {urls[k][1]:,} | {urls[k][2] / 1e6:.1f} | {label} | "
                          f"{wall:.1f} | {wall * cores / n:.3f} | {mem:.0f} | "
                          f"{'yes' if same[k] else '**no**'} |")
-        lines.append("")
         extra = walls[1] - walls[0]
-        lines.append(f"S3 over local disk at size {k}: {extra / walls[0] * 100:+.1f}% "
-                     f"({extra:+.1f} s).")
-        lines.append("")
-    return "\n".join(lines)
+        asked = ", ".join(f"{v:,} {m}" for m, v in sorted(requests[k].items()))
+        notes.append(f"S3 over local disk at size {k}: {extra / walls[0] * 100:+.1f}% "
+                     f"({extra:+.1f} s); the server answered {asked} requests in the last S3 "
+                     f"run ({sum(requests[k].values()) / n:.1f} per rank).")
+    return "\n".join([*lines, *notes, ""])
 
 
 def main(a, machine: list[str], write_docs) -> int:  # type: ignore[no-untyped-def]

@@ -82,9 +82,11 @@ def check_not_input(
     if is_stdout(path):
         return
     assert path is not None
-    if is_url(path) or any(is_url(item) for item in inputs):
-        _check_not_url_input(str(path), inputs)
+    inputs = list(inputs)
+    if is_url(path):  # a URL output can only be a URL input (by its text)
+        _check_not_url_input(str(path), [item for item in inputs if is_url(item)])
         return
+    inputs = [item for item in inputs if not is_url(item)]
     target = Path(path)
     try:
         st = target.stat()

@@ -160,15 +160,24 @@ def test_one_object_gives_the_local_json(s3: Server, tmp_path: Path) -> None:
 @pytest.mark.parametrize("engine", [["--ranks", "-j", "2"], ["--cluster", "local", "-j", "2"]],
                          ids=["local-processes", "dask-localcluster"])
 def test_a_prefix_of_ranks_gives_the_local_json(
-    s3: Server, tmp_path: Path, engine: list[str]
+    s3: Server, tmp_path: Path, engine: list[str], monkeypatch: Any
 ) -> None:
     """The prefix is searched as the folder is (the metadata, log and TensorBoard objects
     beside the traces are left out by the same rules), on either engine: the workers open
-    the URLs themselves."""
-    rc, text = _cli(tmp_path, s3, _url(JOBS[0]), *engine, *_opt(s3))
+    the URLs themselves. On Dask the client (this process) cannot open an object at all:
+    its opener fails (the workers are fresh processes, with their own)."""
+    if "--cluster" in engine:
+        from traceprobe.load import files
+
+        def refuse(*args: Any) -> Any:
+            raise AssertionError(f"the client opened {args[0]}")
+
+        monkeypatch.setattr(files, "open_url", refuse)
+    rc, text = _cli(tmp_path, s3, _url(JOBS[0]), *engine, *_opt(s3), "--rank", "1")
     assert rc == 0
-    assert '"count": 2' in text
-    assert _as_local(text) == _local(tmp_path, f"{SAMPLES / JOBS[0]}/", "--ranks", "-j", "1")
+    assert '"count": 2' in text and '"rank_report": {' in text
+    assert _as_local(text) == _local(tmp_path, f"{SAMPLES / JOBS[0]}/", "--ranks", "-j", "1",
+                                     "--rank", "1")
 
 
 def test_a_glob_names_the_ranks_of_both_jobs(s3: Server, tmp_path: Path) -> None:

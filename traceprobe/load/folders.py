@@ -51,10 +51,14 @@ def os_error(p: Path, e: OSError) -> TraceError | None:
 def find_traces(
     path: os.PathLike[str], storage_options: Mapping[str, Any] | None = None
 ) -> list[Path]: ...
+
+
 @overload
 def find_traces(
     path: str, storage_options: Mapping[str, Any] | None = None
 ) -> list[Path] | list[str]: ...
+
+
 def find_traces(
     path: PathLike, storage_options: Mapping[str, Any] | None = None
 ) -> list[Path] | list[str]:
