@@ -46,8 +46,9 @@ POLICY = {"Version": "2012-10-17",
 
 
 class Server:
-    def __init__(self, endpoint: str, key: str, secret: str) -> None:
+    def __init__(self, endpoint: str, key: str, secret: str, stranger: tuple[str, str]) -> None:
         self.endpoint, self.key, self.secret = endpoint, key, secret
+        self.stranger = stranger  # a user the server knows, with no policy: every read denied
 
     def env(self, key: str | None = None, secret: str | None = None) -> dict[str, str]:
         return {"AWS_ACCESS_KEY_ID": key or self.key,
@@ -80,6 +81,8 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             iam.put_user_policy(UserName="reader", PolicyName="s3",
                                 PolicyDocument=json.dumps(POLICY))
             key = iam.create_access_key(UserName="reader")["AccessKey"]
+            iam.create_user(UserName="stranger")
+            other = iam.create_access_key(UserName="stranger")["AccessKey"]
             c = boto3.client("s3", endpoint_url=endpoint)
             c.create_bucket(Bucket=BUCKET)
             for job in JOBS:
@@ -96,7 +99,8 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             req = urllib.request.Request(f"{endpoint}/moto-api/reset-auth", data=b"0",
                                          method="POST", headers={"Content-Type": "text/plain"})
             urllib.request.urlopen(req, timeout=10).read()  # from now on: signatures checked
-            yield Server(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
+            yield Server(endpoint, key["AccessKeyId"], key["SecretAccessKey"],
+                         (other["AccessKeyId"], other["SecretAccessKey"]))
         finally:
             server.stop()
 
@@ -255,6 +259,14 @@ def test_wrong_credentials_are_denied(
     rc, _ = _cli(tmp_path, s3, url, *_opt(s3), env=s3.env(key=key, secret="wrong-secret"))
     assert rc == 3
     _one_line(capsys, url, "access denied", "AWS_ACCESS_KEY_ID")
+
+
+def test_a_user_without_permission_is_denied(s3: Server, tmp_path: Path, capsys: Any) -> None:
+    """Valid credentials of a user whose policy grants nothing: the object, and the prefix."""
+    for url in (_url(JOBS[0], _first(JOBS[0])), _url(JOBS[0])):
+        rc, _ = _cli(tmp_path, s3, url, *_opt(s3), env=s3.env(*s3.stranger))
+        assert rc == 3
+        _one_line(capsys, url, "access denied", "may read this object")
 
 
 def test_a_store_that_does_not_answer_times_out(
