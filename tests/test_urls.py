@@ -97,6 +97,15 @@ def test_memory_urls_read_as_files_and_prefixes(tmp_path: Path) -> None:
         one = traceprobe.load(found[0])
         assert one.meta.source == found[0]
         assert one.kernels.equals(traceprobe.load(RANKS[0]).kernels)
+        # more jobs than files splits a local file between workers; a URL is never split
+        # (each part would fetch the whole object): one worker task reads it
+        from traceprobe.load.pipeline import Loading
+
+        for source, parts in ((RANKS[0], 4), (found[0], 1)):
+            with Loading([source], 4) as loading:
+                assert len(loading._pending[0]) == parts
+                (got,) = loading.result()
+            assert got.kernels.equals(one.kernels)
         with pytest.raises(TraceError, match="holds 2 traces"):
             traceprobe.load("memory://tp-test/job")
         with pytest.raises(TraceError, match="no objects match"):
