@@ -115,6 +115,7 @@ def test_memory_urls_read_as_files_and_prefixes(tmp_path: Path) -> None:
 
 
 def test_a_file_url_gives_the_local_json(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     assert main(["analyze", RANKS[0].as_uri(), "-f", "json", "-o", str(a)]) == 0
     assert main(["analyze", str(RANKS[0]), "-f", "json", "-o", str(b)]) == 0
