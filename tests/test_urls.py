@@ -163,6 +163,13 @@ def test_tensorboard_and_hta_refuse_urls(capsys: Any) -> None:
     assert "--tensorboard reads or writes beside each trace" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", ["--csv", "--plot"])
+def test_only_o_may_be_a_url(flag: str, capsys: Any, tmp_path: Path) -> None:
+    assert main(["analyze", str(RANKS[0]), flag, "s3://b/out/x.png"]) == 2
+    assert f"{flag} writes local files" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir()) and not Path("s3:").exists()
+
+
 LIGHT = r"""
 import sys
 from traceprobe.cli import main

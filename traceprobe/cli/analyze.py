@@ -7,6 +7,7 @@ render → output); every figure comes from :mod:`traceprobe.report`.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -159,6 +160,13 @@ def analyze(
         raise UsageError(f"{'--tensorboard' if tb else '--hta'} reads or writes beside each "
                          f"trace on local disk, not at a URL ({urls[0]}); copy the traces "
                          "to a local folder for it")
+    for flag, value in (("--csv", csv_dir), ("--plot", plot_path)):
+        # click made a Path of it, which folds "s3://b" into "s3:/b"
+        if value is not None and re.match(r"[A-Za-z][A-Za-z0-9+.\-]+:/", str(value)):
+            from traceprobe.errors import UsageError
+
+            raise UsageError(f"{flag} writes local files, and {value} looks like a URL; give "
+                             "a local path (of the outputs, only -o may be a URL)")
     if hta:
         from traceprobe import hta_bridge
 
