@@ -15,6 +15,7 @@ import click
 
 from traceprobe import output
 from traceprobe.cli.notices import notices
+from traceprobe.cli.window import window_option
 from traceprobe.errors import TraceError
 from traceprobe.render import formats
 
@@ -51,6 +52,7 @@ class StepParam(click.ParamType):
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file or --csv files.")
 @click.option("--step", type=StepParam(), default=None, metavar="N|all",
               help="Analyse only ProfilerStep N; 'all': the whole trace and each step.")
+@window_option
 @click.option("-d", "--device", "devices", type=click.IntRange(min=0), multiple=True,
               metavar="D", help="Only GPU D (repeat for several).  [default: every GPU]")
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -92,6 +94,7 @@ def analyze(
     output_path: str,
     force: bool,
     step: int | Literal["all"] | None,
+    window: str,
     devices: tuple[int, ...],
     csv_dir: Path | None,
     jobs: int | None,
@@ -157,6 +160,7 @@ def analyze(
         _analyze_ranks(files, fmt, output_path, force=force, csv_dir=csv_dir, jobs=jobs,
                        cluster=cluster, scheduler=scheduler, rank=rank, top=top,
                        refused={"--step": step is not None, "--device": bool(devices),
+                                "--window": window != "steps",
                                 "--plot": plot_path is not None, "--tensorboard": tb,
                                 "--hta": hta})
         return
@@ -188,10 +192,10 @@ def analyze(
 
         check_devices(timelines, only)
     if len(timelines) == 1:
-        data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
+        data = as_dict(rp.analyze(timelines[0], step=step, devices=only, window=window))
         per_trace = [data]
     else:
-        data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
+        data = as_dict(rp.analyze_many(timelines, step=step, devices=only, window=window))
         per_trace = list(data["traces"])
     if hta:
         for failure in hta_bridge.add_hta(files, per_trace):

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from traceprobe import expect
+from traceprobe.cli.window import window_option
 from traceprobe.errors import ExpectationFailed, UsageError
 
 
@@ -56,6 +57,7 @@ def _help() -> str:
               help="Read expectations from FILE, one per line ('#' comments).")
 @click.option("--step", type=click.IntRange(min=0), default=None, metavar="N",
               help="Check ProfilerStep N's window only.  [default: the whole trace]")
+@window_option
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Print the results as text lines or one JSON object.")
 def check(
@@ -63,6 +65,7 @@ def check(
     exprs: tuple[str, ...],
     files: tuple[Path, ...],
     step: int | None,
+    window: str,
     fmt: str,
 ) -> None:
     expectations = [expect.parse(e, source=None) for e in exprs]
@@ -83,7 +86,7 @@ def check(
     timelines = loader.load_many(traces)
     notices(timelines)
     for timeline in timelines:
-        data = rp.analyze(timeline, step=step).to_dict()
+        data = rp.analyze(timeline, step=step, window=window).to_dict()
         trace = str(data.get("trace") or timeline.source)
         outcomes.append((trace, expect.evaluate(data, expectations)))
 

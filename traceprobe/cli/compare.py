@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from traceprobe import output
+from traceprobe.cli.window import window_option
 from traceprobe.errors import UsageError
 
 
@@ -22,6 +23,7 @@ from traceprobe.errors import UsageError
 @click.argument("trace_b", metavar="B")
 @click.option("--step", type=click.IntRange(min=0), default=None, metavar="N",
               help="Compare ProfilerStep N of each trace.  [default: the whole traces]")
+@window_option
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default=None,
               help="Output format.  [default: json for an --output ending .json, else text]")
 @click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
@@ -33,6 +35,7 @@ def compare(
     trace_a: str,
     trace_b: str,
     step: int | None,
+    window: str,
     fmt: str | None,
     output_path: str,
     force: bool,
@@ -73,11 +76,11 @@ def compare(
     if os.path.realpath(files[0]) == os.path.realpath(files[1]):  # load_many loads each once
         tl = loader.load(files[0])
         notices([tl])
-        a = b = rp.analyze(tl, step=step).to_dict()
+        a = b = rp.analyze(tl, step=step, window=window).to_dict()
     else:
         tls = loader.load_many(files)
         notices(tls)
-        a, b = (rp.analyze(t, step=step).to_dict() for t in tls)
+        a, b = (rp.analyze(t, step=step, window=window).to_dict() for t in tls)
     result = compare_reports(a, b)
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
