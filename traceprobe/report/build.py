@@ -119,8 +119,8 @@ def default_window(timeline: Timeline, prefer: str = "steps") -> tuple[int, int,
     a ``steps`` or ``profiler`` window. ``basis`` says which one was taken.
     """
     if prefer == "events":
-        lo, hi = timeline.span or (0, 0)
-        return int(lo), int(hi), "events"
+        whole = timeline.span or (0, 0)
+        return int(whole[0]), int(whole[1]), "events"
     rows = _step_rows(timeline) if prefer == "steps" else []
     if rows:
         return min(s for _, s, _ in rows), max(e for _, _, e in rows), "steps"
