@@ -103,10 +103,7 @@ def test_changes_rank_by_step_time_and_judge_against_the_step(loops: dict[str, A
     assert result["steps"]["speedup"] > 1
     changes = result["changes"]
     assert changes[0]["key"] == "parts[0].dataloader_us"  # what changed, not "GPU 0 idle"
-    stakes = [c["at_stake_us"] for c in changes if c["at_stake_us"] is not None]
-    assert stakes == sorted(stakes, key=lambda v: -float(f"{v:.2g}"))
-    first_none = next(i for i, c in enumerate(changes) if c["at_stake_us"] is None)
-    assert all(c["at_stake_us"] is None for c in changes[first_none:])
+    _ranked_by_stake(changes)
     assert "span_us" not in [c["key"] for c in changes]  # the steps say it
     launch = next(c for c in changes if c["key"] == "launch_latency.p50_us")
     assert (launch["effect"], launch["regression"]) == ("worse", False)
@@ -116,6 +113,33 @@ def test_changes_rank_by_step_time_and_judge_against_the_step(loops: dict[str, A
     assert (loader["effect"], loader["regression"]) == ("worse", True)
     assert loader["text"].endswith("— a regression")
     assert next(c for c in back if c["key"] == "launch_latency.p50_us")["effect"] == "better"
+
+
+def _ranked_by_stake(changes: list[dict[str, Any]]) -> None:
+    """Named per-step rows by stake, then window totals by stake, then the rest."""
+    named = ("parts[", "phases[", "idle_causes[")
+    groups = [0 if c["key"].startswith(named) else 1 if c["at_stake_us"] is not None else 2
+              for c in changes]
+    assert groups == sorted(groups)
+    for g in (0, 1):
+        stakes = [c["at_stake_us"] for c, k in zip(changes, groups, strict=True) if k == g]
+        assert stakes == sorted(stakes, reverse=True)
+
+
+def test_real_dataloader_pair_leads_with_the_dataloader() -> None:
+    """mnist, DataLoader workers 1 vs 8 on the H200: the DataLoader is the change."""
+    pair = Path("sample_traces/h200/real-loops")
+    a, b = (rp.analyze(load(next((pair / v).glob("*.pt.trace.json.gz")))).to_dict()
+            for v in ("mnist-workers1", "mnist-workers8"))
+    result = compare(a, b, batch=(64, 64))
+    assert result["steps"]["speedup"] > 3  # 24 ms -> under 5 ms a step
+    top = result["changes"][:2]  # the DataLoader part of the step and the idle it caused
+    assert {c["key"] for c in top} == {"parts[0].dataloader_us", "idle_causes[0].dataloader_us"}
+    assert {c["effect"] for c in top} == {"better"}
+    _ranked_by_stake(result["changes"])
+    assert not any(c["regression"] for c in result["changes"])  # B's steps are faster
+    text = format_text(result)
+    assert "DataLoader per step fell from" in text.split("\n  2.")[0]
 
 
 def test_cli_step_stat_and_batch_size(tmp_path: Path) -> None:

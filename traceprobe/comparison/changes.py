@@ -10,10 +10,10 @@ restate the steps: the profiled steps' sum, or more with ``--window events``).
 **At stake** (``at_stake_us``, µs per step): for a per-step figure ``|b − a|``; for a window
 total ``|b / n_b − a / n_a|`` with ``n`` the report's number of steps (1 without steps: the
 window is then the step); none for a figure that is not a time of the step (fractions,
-counts, ratios, the per-launch latency). Changes with a stake come first, largest first
-(stakes equal to 2 significant digits: a breakdown part, phase or idle cause before a window
-total, as it names what changed), then the others by fold change ``max(a, b) / min(a, b)``
-(a figure 0 on one side first), ties in figure order.
+counts, ratios, the per-launch latency). First the per-step rows that name what changed (the
+breakdown parts, phases and idle causes), largest stake first; then the window totals with a
+stake (a GPU's idle or busy time: the sums those rows refine), largest first; then the others
+by fold change ``max(a, b) / min(a, b)`` (a figure 0 on one side first); ties in figure order.
 
 **Judged against the step**: ``effect`` is ``"better"`` or ``"worse"`` by the figure's own
 direction (``better``: lower or higher), None when it has none; ``regression`` is true only for
@@ -65,10 +65,6 @@ def at_stake(f: Mapping[str, Any], n_a: int, n_b: int) -> float | None:
     return None
 
 
-def _sig2(v: float) -> float:
-    return float(f"{v:.2g}")
-
-
 def changes(figures: Sequence[Mapping[str, Any]], a: Report, b: Report,
             steps_faster: bool) -> list[dict[str, Any]]:
     """The ranked changes (module docstring); ``steps_faster``: B's steps beat A's."""
@@ -90,8 +86,7 @@ def changes(figures: Sequence[Mapping[str, Any]], a: Report, b: Report,
             continue
         stake = at_stake(f, n_a, n_b)
         named = 0 if f["key"].startswith(CAUSE_KEYS) else 1
-        key = ((0, -_sig2(stake), named, position) if stake is not None
-               else (1, -k, position, 0))
+        key = ((named, -stake, position) if stake is not None else (2, -k, position))
         ranked.append((key, k, stake, f))
     ranked.sort(key=lambda t: t[0])
     out = []
