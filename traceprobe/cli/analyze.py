@@ -195,7 +195,8 @@ def analyze(
         data = as_dict(rp.analyze(timelines[0], step=step, devices=only, window=window))
         per_trace = [data]
     else:
-        data = as_dict(rp.analyze_many(timelines, step=step, devices=only, window=window))
+        multi = rp.analyze_many(timelines, step=step, devices=only, window=window)
+        data = as_dict(multi)
         per_trace = list(data["traces"])
     if hta:
         for failure in hta_bridge.add_hta(files, per_trace):
@@ -208,6 +209,9 @@ def analyze(
         text = render_html(data, timelines, top=top)
     else:
         text = render(data, fmt, top=top, color=color)
+    if (len(timelines) > 1 and fmt in ("text", "markdown") and window == "steps"
+            and step is None and only is None):
+        text = _with_job_lines(text, files, timelines, multi.reports)
     output.write_text(output_path, text, force=force)
     if csv_dir is not None:
         from traceprobe.render.csv import write_csv
@@ -221,6 +225,15 @@ def analyze(
         _write_tensorboard(files, timelines, force=force)
     if errors and not skip_bad:
         raise click.exceptions.Exit(TraceError.exit_code)
+
+
+def _with_job_lines(text: str, files: list[Path], timelines: list, reports: Any) -> str:
+    """The cross-rank headline and the ``--ranks`` hint after the per-trace report, when
+    some of the traces are ranks of one job (traceprobe.ranks.jobs)."""
+    from traceprobe.ranks.jobs import job_lines
+
+    lines = job_lines(files, timelines, reports)
+    return text if not lines else text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
 
 
 def _unique(files: list[Path]) -> list[Path]:

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceprobe.errors import TraceError, TraceprobeError
 from traceprobe.ranks.comms import Call, read_calls
+
+if TYPE_CHECKING:
+    from traceprobe.report.model import Report
+    from traceprobe.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,12 @@ def summarise(path: str | os.PathLike[str]) -> RankSummary | Failure:
         return Failure(e.path, e.problem, e.fix)
     except TraceprobeError as e:
         return Failure(str(path), e.message, "")
+    return summary_of(path, tl, rep)
+
+
+def summary_of(path: str | os.PathLike[str], tl: Timeline, rep: Report) -> RankSummary:
+    """The summary of a trace already loaded (``tl``) and analysed (``rep``, its default
+    window): only its collective calls are read from ``path`` again."""
     calls, header = read_calls(path)
     meta = tl.meta
     has_gpu = bool(rep.devices)
