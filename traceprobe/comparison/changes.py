@@ -27,7 +27,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from traceprobe.comparison.figures import _num, _rows, steps_in
+from traceprobe.comparison.figures import _num, _rows, fold, steps_in
+from traceprobe.comparison.words import describe_change
 from traceprobe.report.stepstats import step_times
 
 Report = Mapping[str, Any]
@@ -37,14 +38,6 @@ TIME_NOISE_OF_SPAN = 0.001  # 0.1% of the longer span (or mean step)
 CAUSE_KEYS = ("parts[", "phases[", "idle_causes[")  # figures that name what changed
 HEADLINE_SCOPES = ("stat", "sample")
 SPANS = ("span_us", "gpu_span_us")
-
-
-def fold(x: float, y: float) -> float:
-    """max/min of two values; infinity when exactly one is 0 (both 0: 1)."""
-    lo, hi = sorted((abs(x), abs(y)))
-    if hi == 0:
-        return 1.0
-    return math.inf if lo == 0 else hi / lo
 
 
 def _noise(f: Mapping[str, Any], span: float, step: float) -> float:
@@ -68,8 +61,6 @@ def at_stake(f: Mapping[str, Any], n_a: int, n_b: int) -> float | None:
 def changes(figures: Sequence[Mapping[str, Any]], a: Report, b: Report,
             steps_faster: bool) -> list[dict[str, Any]]:
     """The ranked changes (module docstring); ``steps_faster``: B's steps beat A's."""
-    from traceprobe.comparison.words import describe_change
-
     span = max(_num(a.get("span_us")) or 0.0, _num(b.get("span_us")) or 0.0)
     n_a, n_b = steps_in(a), steps_in(b)
     step = max((_num(a.get("span_us")) or 0.0) / n_a, (_num(b.get("span_us")) or 0.0) / n_b)

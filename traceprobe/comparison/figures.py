@@ -35,6 +35,14 @@ class Figure(NamedTuple):
     better: str | None
 
 
+def fold(x: float, y: float) -> float:
+    """max/min of two values; infinity when exactly one is 0 (both 0: 1)."""
+    lo, hi = sorted((abs(x), abs(y)))
+    if hi == 0:
+        return 1.0
+    return math.inf if lo == 0 else hi / lo
+
+
 def _get(obj: Any, *path: str) -> Any:
     for key in path:
         obj = obj.get(key) if isinstance(obj, Mapping) else None

@@ -6,8 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from traceprobe.comparison.changes import fold
-from traceprobe.comparison.figures import STAT_LABELS, _get
+from traceprobe.comparison.figures import STAT_LABELS, _get, fold
 from traceprobe.render.units import DASH, UNIT_FORMATS
 
 
