@@ -35,8 +35,9 @@ different step counts are not comparable as totals; the steps are.
 each overlap figure (device pairs, time with >= 2 devices busy, copy/compute and comm/compute
 per device and direction, stream concurrency), the serial-equivalent ratios and the median
 launch latency; then, when either side has steps, the step statistics (median, p90, mean,
-min, max; per sample too with both batch sizes), each step-breakdown part and phase per step
-and device (``parts[d].dataloader_us``: the part's mean time per step), and the listed idle
+min, max; per sample too with both batch sizes), each step-breakdown part per step and device
+(``parts[d].dataloader_us``: the part's mean time per step), each phase per step
+(``phases[backward]_us``: host time, one row whatever the devices), and the listed idle
 causes of each kind per step (``idle_causes[d].dataloader_us``). ``scope`` and ``better`` say
 what each is (:mod:`.figures`). ``delta`` is b - a and ``relative`` is (b - a) / |a| (null
 when a value is missing or a is 0).

@@ -191,15 +191,19 @@ def figures(a: Report, b: Report, batch: tuple[int | None, int | None] = (None, 
             yield Figure(f"step.{stat}_us_per_sample", f"{STAT_LABELS[stat]} step per sample",
                          "us", None if va is None else va / batch[0],
                          None if vb is None else vb / batch[1], "sample", "lower")
-    for key in ("parts", "phases"):
-        for da, db in _device_pairs(a, b):
-            d = db if da is None else da
-            ma, mb = _per_step(a, da, key), _per_step(b, db, key)
-            names = list(ma) + [n for n in mb if n not in ma]
-            for name in names:
-                label = PART_LABELS.get(name, name) if key == "parts" else f"{name} phase"
-                yield Figure(f"{key}[{_dev(d)}].{name}_us", f"{label} per step{_on(d)}", "us",
-                             ma.get(name), mb.get(name), "step", "lower")
+    pairs = _device_pairs(a, b)
+    for da, db in pairs:
+        d = db if da is None else da
+        ma, mb = _per_step(a, da, "parts"), _per_step(b, db, "parts")
+        for name in list(ma) + [n for n in mb if n not in ma]:
+            yield Figure(f"parts[{_dev(d)}].{name}_us",
+                         f"{PART_LABELS.get(name, name)} per step{_on(d)}", "us",
+                         ma.get(name), mb.get(name), "step", "lower")
+    for da, db in pairs[:1]:  # host time: the same on every device's row
+        ma, mb = _per_step(a, da, "phases"), _per_step(b, db, "phases")
+        for name in list(ma) + [n for n in mb if n not in ma]:
+            yield Figure(f"phases[{name}]_us", f"{name} phase per step", "us",
+                         ma.get(name), mb.get(name), "step", "lower")
     for d in _idle_devices(a, b):
         ca, cb = _causes_per_step(a, d), _causes_per_step(b, d)
         for kind in CAUSE_LABELS:
