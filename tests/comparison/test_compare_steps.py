@@ -133,13 +133,14 @@ def test_real_dataloader_pair_leads_with_the_dataloader() -> None:
             for v in ("mnist-workers1", "mnist-workers8"))
     result = compare(a, b, batch=(64, 64))
     assert result["steps"]["speedup"] > 3  # 24 ms -> under 5 ms a step
-    top = result["changes"][:2]  # the DataLoader part of the step and the idle it caused
-    assert {c["key"] for c in top} == {"parts[0].dataloader_us", "idle_causes[0].dataloader_us"}
+    top = result["changes"][:3]  # the DataLoader: part of the step, phase, idle it caused
+    assert {c["key"] for c in top} == {"parts[0].dataloader_us", "idle_causes[0].dataloader_us",
+                                       "phases[dataloader]_us"}
     assert {c["effect"] for c in top} == {"better"}
     _ranked_by_stake(result["changes"])
     assert not any(c["regression"] for c in result["changes"])  # B's steps are faster
     text = format_text(result)
-    assert "DataLoader per step fell from" in text.split("\n  2.")[0]
+    assert "DataLoader per step fell from" in text.split("\n  3.")[0]
 
 
 def test_cli_step_stat_and_batch_size(tmp_path: Path) -> None:

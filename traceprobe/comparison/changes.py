@@ -35,7 +35,7 @@ Report = Mapping[str, Any]
 MIN_FOLD = 1.01  # at least a 1% change
 FRACTION_NOISE = 0.001  # 0.1 percentage point
 TIME_NOISE_OF_SPAN = 0.001  # 0.1% of the longer span (or mean step)
-CAUSE_KEYS = ("parts[", "phases[", "idle_causes[")  # phases[forward]_us, ...  # figures that name what changed
+CAUSE_KEYS = ("parts[", "phases[", "idle_causes[")  # figures that name what changed
 HEADLINE_SCOPES = ("stat", "sample")
 SPANS = ("span_us", "gpu_span_us")
 
