@@ -131,12 +131,13 @@ def test_mlp_summary_names_the_trace_and_the_commands(mlp):
 def test_an_existing_run_is_not_overwritten_without_force(mlp):
     folder, _ = mlp
     before = sorted(p.name for p in folder.iterdir())
-    r = run_profile("-o", str(folder.parent), "--", str(EXAMPLES / "mlp_cpu.py"))
+    r = run_profile("-o", str(folder.parent), "--name", folder.name, "--",
+                    str(EXAMPLES / "mlp_cpu.py"))
     assert r.returncode == 4
     assert r.stderr.strip().splitlines() == [
         f"traceprobe: error: Output folder already exists, will not overwrite without --force: "
-        f"{folder}"
-    ]
+        f"{folder}; or choose another --name"
+    ]  # without --name a second run goes to a numbered sibling (tests/record/)
     assert sorted(p.name for p in folder.iterdir()) == before
 
 
@@ -319,6 +320,12 @@ def test_no_optimizer_falls_back_to_time_windows_and_says_so(tmp_path):
     assert step_numbers(load(trace)) == [1, 2]
     m = meta.read(tmp_path / "out" / "infer" / meta.FILENAME)
     assert m["profiler"]["step_source"] == "windows" and m["profiler"]["fell_back_to_windows"]
+    # the windows are labelled as such downstream: every report of the trace says so
+    from traceprobe import report as rp
+    from traceprobe.load import load as load_trace
+
+    warns = rp.analyze(load_trace(trace)).warnings
+    assert any("time windows of 100 ms" in w for w in warns), warns
 
 
 def test_step_on_a_record_function_name_in_process(tmp_path):

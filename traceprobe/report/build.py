@@ -58,6 +58,9 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int], window: str) -
     pid = host_process(timeline.cpu)
     extra = timeline.meta.extra
     warnings: tuple[str, ...] = tuple(extra.get("warnings", ()))
+    note = time_windows(timeline)
+    if note is not None:
+        warnings += (note,)
     salvaged: dict[str, Any] | None = extra.get("salvaged")
     if step is None or step == "all":
         lo, hi, basis = default_window(timeline, window)
@@ -133,6 +136,25 @@ def default_window(timeline: Timeline, prefer: str = "steps") -> tuple[int, int,
     if lo is None or hi is None:
         return 0, 0, "events"
     return lo, hi, "events"
+
+
+WINDOW_MARK = "traceprobe.time_window: "  # written by traceprobe profile (record/profile/steps)
+
+
+def time_windows(timeline: Timeline) -> str | None:
+    """A warning when the trace's ``ProfilerStep#N`` are time windows, not training steps:
+    ``traceprobe profile`` stepped by ``--window-ms`` (no optimizer, or asked to) and marked
+    each window with a zero-length ``traceprobe.time_window: <ms> ms`` range."""
+    cpu = timeline.cpu
+    if cpu.empty or timeline.steps.empty:
+        return None
+    marks = cpu["name"][cpu["kind"] == "user_annotation"]
+    marks = marks[marks.str.startswith(WINDOW_MARK)]
+    if marks.empty:
+        return None
+    length = str(marks.iloc[0])[len(WINDOW_MARK):]
+    return (f"the ProfilerStep#N of this trace are time windows of {length} (traceprobe "
+            "profile --window-ms), not training steps: every per-step figure is per window")
 
 
 STRAY_GAP = 0.9  # a gap without events this share of the window: a stray timestamp?
