@@ -94,6 +94,22 @@ def test_mlp_trace_holds_exactly_the_active_optimizer_steps(mlp):
     assert step_numbers(load(files[0])) == active_steps(2, 1, 2)
 
 
+def test_mlp_steps_split_into_phases_that_sum_to_each_step(mlp):
+    """The CPU profile of the unmodified script: each recorded step's forward, backward,
+    optimizer and DataLoader phases (from the trace's own markers) sum to the step."""
+    from traceprobe import report as rp
+    from traceprobe.load import load as load_trace
+
+    folder, _ = mlp
+    [trace] = traces(folder)
+    rows = rp.analyze(load_trace(trace)).to_dict()["step_breakdown"]
+    assert len(rows) == 2
+    for row in rows:
+        ph = {p["name"]: p["us"] for p in row["phases"]}
+        assert sum(ph.values()) == pytest.approx(sum(p["us"] for p in row["parts"]), abs=1e-6)
+        assert min(ph["forward"], ph["backward"], ph["optimizer"], ph["dataloader"]) > 0, ph
+
+
 def test_mlp_metadata_says_what_ran_and_how_long(mlp):
     folder, _ = mlp
     m = meta.read(folder / meta.FILENAME)
