@@ -209,7 +209,7 @@ def figures(a: Report, b: Report, batch: tuple[int | None, int | None] = (None, 
         for kind in CAUSE_LABELS:
             if kind in ca or kind in cb:
                 yield Figure(f"idle_causes[{d}].{kind}_us",
-                             f"GPU {d} idle on {CAUSE_LABELS[kind]} per step", "us",
+                             f"GPU {d} idle: {CAUSE_LABELS[kind]} per step", "us",
                              ca.get(kind, 0.0 if ca else None), cb.get(kind, 0.0 if cb else None),
                              "step", "lower")
 
