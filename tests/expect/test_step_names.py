@@ -173,3 +173,14 @@ def test_check_baseline_from_a_trace_or_a_report_json(tmp_path: Path) -> None:
     res = runner.invoke(cli, ["check", "/nonexistent.json", "-e",
                               "step_p50_us <= baseline.step_p50_us"])
     assert res.exit_code == 2 and "--baseline" in res.stderr
+
+
+def test_the_python_api_takes_the_baseline_and_the_batch(gpu, cpu_report) -> None:  # type: ignore[no-untyped-def]
+    import traceprobe
+
+    _, rep = gpu
+    [r] = traceprobe.check(rep, "step_p50_us <= 1.05 * baseline.step_p50_us", baseline=cpu_report)
+    base = _value(cpu_report, "step_p50_us >= 0").value
+    assert r.passed and r.threshold == pytest.approx(1.05 * base)
+    diff = traceprobe.compare(cpu_report, rep, step_stat="p90", batch=(64, 256))
+    assert diff["steps"]["stat"] == "p90" and diff["steps"]["per_sample"]["b_batch"] == 256
