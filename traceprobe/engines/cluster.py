@@ -14,8 +14,9 @@ own problems into a ``Failure``): it is raised here as the local engine raises i
 same bug gives the same exit code (70) on every engine.
 
 Paths travel as strings and are opened by the workers: local paths that every worker can
-open (one machine, or a shared file system mounted at the same place). fsspec URLs
-(``s3://``, ``gs://``, ...) are not read: traceprobe's loader opens files itself.
+open (one machine, or a shared file system mounted at the same place), or fsspec URLs
+(``s3://``, ``gs://``, ...) that each worker reads from the store itself, with the storage
+options sent along with the function and the credentials of its own environment.
 """
 
 from __future__ import annotations
