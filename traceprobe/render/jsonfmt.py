@@ -57,12 +57,12 @@ def pieces(report: Any, *, top: int | None = None) -> Iterator[bytes]:
     mark = msgspec.json.encode(_PLACE)
     before, after = text.split(mark)
     yield before + b"["
-    sep = b"\n    "
+    sep = _ITEM_INDENT
     for step in step_dicts():
         data = step if top is None else _cut(step, top)
         raw = msgspec.json.format(msgspec.json.encode(data, enc_hook=_hook), indent=2)
         yield sep + raw.replace(b"\n", _ITEM_INDENT)
-        sep = b",\n    "
+        sep = b"," + _ITEM_INDENT
     yield b"\n  ]" + after
 
 

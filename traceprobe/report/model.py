@@ -161,10 +161,9 @@ class Report:
 
     def step_dicts(self) -> Iterator[dict[str, Any]]:
         """The items of ``to_dict()["steps"]``, made one at a time (a streaming writer
-        holds one step's, not thousands: :func:`traceprobe.render.jsonfmt.write`)."""
-        with paused_gc():
-            for s in self.steps:
-                yield {k: v for k, v in s._dict().items() if k not in _PER_TRACE}
+        holds one step's, not thousands: :func:`traceprobe.render.jsonfmt.pieces`)."""
+        for s in self.steps:
+            yield s._step_dict()
 
     def _dict(self, steps: bool = True) -> dict[str, Any]:
         """``to_dict()``; with ``steps=False`` its ``steps`` list is left empty."""
@@ -174,10 +173,12 @@ class Report:
         if self.salvaged is None:
             del out["salvaged"]  # present only for a file that was cut short
         if steps:
-            out["steps"] = [
-                {k: v for k, v in s._dict().items() if k not in _PER_TRACE} for s in self.steps
-            ]
+            out["steps"] = [s._step_dict() for s in self.steps]
         return out
+
+    def _step_dict(self) -> dict[str, Any]:
+        """This report as an item of its whole-trace report's ``steps``."""
+        return {k: v for k, v in self._dict().items() if k not in _PER_TRACE}
 
     def head_dict(self) -> dict[str, Any]:
         """``to_dict()`` with an empty ``steps`` list (:meth:`step_dicts` gives its items)."""
