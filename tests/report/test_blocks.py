@@ -123,3 +123,17 @@ def test_write_pieces(tmp_path: Path, capsys) -> None:
         output.write_pieces(target, iter(parts))
     output.write_pieces(output.STDOUT, iter(parts))
     assert capsys.readouterr().out == b"".join(parts).decode()
+
+
+def test_step_all_without_steps(tmp_path: Path) -> None:
+    """GIVEN a trace without ProfilerSteps WHEN analysed with step="all" THEN its steps are an
+    empty list in the dict, the head and the pieces."""
+    from traceprobe.load.pipeline import from_events
+
+    tl = from_events([{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                       "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}}])
+    rep = analyze(tl, step="all")
+    assert len(rep.steps) == 0 and list(rep.steps) == []
+    assert type(rep.to_dict()["steps"]) is list and type(rep.head_dict()["steps"]) is list
+    assert rep.to_dict()["steps"] == [] and rep.head_dict()["steps"] == []
+    assert json.loads(b"".join(pieces(rep)))["steps"] == []

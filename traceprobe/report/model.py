@@ -168,8 +168,8 @@ class Report:
     def _dict(self, steps: bool = True) -> dict[str, Any]:
         """``to_dict()``; with ``steps=False`` its ``steps`` list is left empty."""
         # the steps are converted on their own below, not also by plain() (twice the work)
-        out: dict[str, Any] = {"schema": SCHEMA, **plain(replace(self, steps=()) if self.steps
-                                                         else self)}
+        bare = self if type(self.steps) is tuple and not self.steps else replace(self, steps=())
+        out: dict[str, Any] = {"schema": SCHEMA, **plain(bare)}
         if self.salvaged is None:
             del out["salvaged"]  # present only for a file that was cut short
         if steps:
