@@ -7,6 +7,7 @@ render → output); every figure comes from :mod:`traceprobe.report`.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -86,6 +87,9 @@ class StepParam(click.ParamType):
               "tcp://host:8786 (also taken from DASK_SCHEDULER_ADDRESS); implies --ranks.")
 @click.option("--rank", "rank", type=click.IntRange(min=0), default=None, metavar="R",
               help="With the many-rank summary, also show rank R in full; implies --ranks.")
+@click.option("--storage-option", "storage_option", multiple=True, metavar="KEY=VALUE",
+              help="An fsspec storage option for URL paths and -o (repeat for several; VALUE "
+              "is JSON or text), e.g. endpoint_url=http://127.0.0.1:9000.")
 def analyze(
     paths: tuple[str, ...],
     fmt: str | None,
@@ -105,6 +109,7 @@ def analyze(
     cluster: str | None = None,
     scheduler: str | None = None,
     rank: int | None = None,
+    storage_option: tuple[str, ...] = (),
 ) -> None:
     """Measure overlap in PyTorch Profiler (Kineto) traces.
 
@@ -120,12 +125,18 @@ def analyze(
         traceprobe analyze traces/ --format json --output report.json
         traceprobe analyze run.json.gz --step all --device 0 --csv frames/
         traceprobe analyze run.json.gz --format html --output report.html --plot timeline.png
+        traceprobe analyze s3://bucket/job/ --cluster local -f json -o s3://bucket/report.json
 
     A trace cut short (a job killed while the profiler wrote it) is salvaged: the
     complete events before the cut are analysed, stderr and the report say so
     (--strict refuses it instead). Of several traces, one that cannot be read is
     named on stderr and left out; the others are reported (exit 3 unless --skip-bad).
     No output may be one of the inputs, whatever --force says.
+
+    PATH may be an fsspec URL (s3://, gs://, az://, http(s)://, file://): an object, a
+    prefix (searched as a folder) or a glob (s3://bucket/job/rank*.json.gz). Credentials
+    and endpoints come from the environment (AWS_*, FSSPEC_S3_ENDPOINT_URL, ...) and
+    --storage-option; each worker opens its own URLs.
 
     \b
     Exit codes:
@@ -136,9 +147,26 @@ def analyze(
         4  the output exists (use --force), is an input, or cannot be written
     """
     from traceprobe.load import pipeline as loader
+    from traceprobe.urls import is_url, parse_options
 
+    so = parse_options(storage_option) or None
     fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
-    output.check_target(output_path, force=force)  # refuse before loading anything
+    # refuse before loading anything
+    output.check_target(output_path, force=force, storage_options=so)
+    urls = [p for p in paths if is_url(p)]
+    if urls and (tb or hta):
+        from traceprobe.errors import UsageError
+
+        raise UsageError(f"{'--tensorboard' if tb else '--hta'} reads or writes beside each "
+                         f"trace on local disk, not at a URL ({urls[0]}); copy the traces "
+                         "to a local folder for it")
+    for flag, value in (("--csv", csv_dir), ("--plot", plot_path)):
+        # click made a Path of it, which folds "s3://b" into "s3:/b"
+        if value is not None and re.match(r"[A-Za-z][A-Za-z0-9+.\-]+:/", str(value)):
+            from traceprobe.errors import UsageError
+
+            raise UsageError(f"{flag} writes local files, and {value} looks like a URL; give "
+                             "a local path (of the outputs, only -o may be a URL)")
     if hta:
         from traceprobe import hta_bridge
 
@@ -148,7 +176,7 @@ def analyze(
 
         output.check_directory(csv_dir, list(FILES), force=force)
 
-    files = _unique([f for p in paths for f in loader.find_traces(p)])
+    files = _unique([f for p in paths for f in loader.find_traces(p, so)])
     output.check_not_input(output_path, files)
     if csv_dir is not None:
         for name in FILES:
@@ -156,6 +184,7 @@ def analyze(
     if ranks_mode or cluster or scheduler or rank is not None or len(files) > RANKS_AUTO:
         _analyze_ranks(files, fmt, output_path, force=force, csv_dir=csv_dir, jobs=jobs,
                        cluster=cluster, scheduler=scheduler, rank=rank, top=top,
+                       storage_options=so,
                        refused={"--step": step is not None, "--device": bool(devices),
                                 "--plot": plot_path is not None, "--tensorboard": tb,
                                 "--hta": hta})
@@ -170,7 +199,7 @@ def analyze(
         _check_tensorboard(files, force=force)
     progress = len(files) > 1 and sys.stderr.isatty()
     errors: list[TraceError] = []
-    with loader.start(files, jobs=jobs) as loading:
+    with loader.start(files, jobs=jobs, storage_options=so) as loading:
         # the analysis stack (pandas) is imported while worker processes decode
         from traceprobe import report as rp
         from traceprobe.render import as_dict, render
@@ -201,12 +230,12 @@ def analyze(
         data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
         per_trace = list(data["traces"])
     if hta:
-        for failure in hta_bridge.add_hta(files, per_trace):
+        for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
             click.echo(f"traceprobe: warning: {failure}", err=True)
 
     color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
     if streamed is not None:
-        output.write_pieces(output_path, streamed, force=force)
+        output.write_pieces(output_path, streamed, force=force, storage_options=so)
     else:
         if fmt == "html":
             from traceprobe.render.html import render_html
@@ -214,7 +243,7 @@ def analyze(
             text = render_html(data, timelines, top=top)
         else:
             text = render(data, fmt, top=top, color=color)
-        output.write_text(output_path, text, force=force)
+        output.write_text(output_path, text, force=force, storage_options=so)
     if csv_dir is not None:
         from traceprobe.render.csv import write_csv
 
@@ -229,28 +258,31 @@ def analyze(
         raise click.exceptions.Exit(TraceError.exit_code)
 
 
-def _unique(files: list[Path]) -> list[Path]:
-    """Each file once (a trace named twice, or through a link, is one trace)."""
-    seen: dict[str, Path] = {}
+def _unique(files: list[Path | str]) -> list[Path | str]:
+    """Each file once (a trace named twice, or through a link, is one trace; a URL by its
+    text)."""
+    from traceprobe.urls import is_url
+
+    seen: dict[str, Path | str] = {}
     for f in files:
-        seen.setdefault(os.path.realpath(f), f)
+        seen.setdefault(str(f) if is_url(f) else os.path.realpath(f), f)
     return list(seen.values())
 
 
-def _check_tensorboard(files: list[Path], *, force: bool) -> None:
+def _check_tensorboard(files: list[Path | str], *, force: bool) -> None:
     from traceprobe import tensorboard
 
     groups: dict[Path, list[Path]] = {}
     for f in files:
-        groups.setdefault(Path(f).parent, []).append(f)
+        groups.setdefault(Path(f).parent, []).append(Path(f))
     for run_dir, traces in groups.items():
         tensorboard.check_targets(run_dir, traces, force=force)
 
 
-def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool,
+def _analyze_ranks(files: list[Path | str], fmt: str, output_path: str, *, force: bool,
                    csv_dir: Path | None, jobs: int | None, cluster: str | None,
                    scheduler: str | None, rank: int | None, top: int | None,
-                   refused: dict[str, bool]) -> None:
+                   refused: dict[str, bool], storage_options: dict | None = None) -> None:
     """The many-rank summary (traceprobe.engines.job): per-rank summaries on an engine."""
     from traceprobe.errors import UsageError
 
@@ -266,7 +298,7 @@ def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool
     from traceprobe.engines.job import analyze_ranks
 
     data = analyze_ranks(files, cluster=cluster, scheduler=scheduler, jobs=jobs, rank=rank,
-                         progress=sys.stderr.isatty())
+                         progress=sys.stderr.isatty(), storage_options=storage_options)
     if fmt == "html":
         from traceprobe.render.html import render_html
 
@@ -276,12 +308,12 @@ def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool
 
         text = render(data, fmt, top=top, color=fmt == "text" and output.is_stdout(output_path)
                       and _color_terminal())
-    output.write_text(output_path, text, force=force)
+    output.write_text(output_path, text, force=force, storage_options=storage_options)
     if csv_dir is not None:
         write_ranks_csv(data, csv_dir, force=force)
 
 
-def _write_tensorboard(files: list[Path], timelines: list, *, force: bool) -> None:
+def _write_tensorboard(files: list[Path | str], timelines: list, *, force: bool) -> None:
     """Per-step scalars into ``<trace dir>/traceprobe/``, one run per directory of traces."""
     from traceprobe import report as rp
     from traceprobe import tensorboard
