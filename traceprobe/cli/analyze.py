@@ -16,6 +16,7 @@ import click
 
 from traceprobe import output
 from traceprobe.cli.notices import notices
+from traceprobe.cli.window import window_option
 from traceprobe.errors import TraceError
 from traceprobe.render import formats
 
@@ -52,6 +53,7 @@ class StepParam(click.ParamType):
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file or --csv files.")
 @click.option("--step", type=StepParam(), default=None, metavar="N|all",
               help="Analyse only ProfilerStep N; 'all': the whole trace and each step.")
+@window_option
 @click.option("-d", "--device", "devices", type=click.IntRange(min=0), multiple=True,
               metavar="D", help="Only GPU D (repeat for several).  [default: every GPU]")
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -96,6 +98,7 @@ def analyze(
     output_path: str,
     force: bool,
     step: int | Literal["all"] | None,
+    window: str,
     devices: tuple[int, ...],
     csv_dir: Path | None,
     jobs: int | None,
@@ -186,6 +189,7 @@ def analyze(
                        cluster=cluster, scheduler=scheduler, rank=rank, top=top,
                        storage_options=so,
                        refused={"--step": step is not None, "--device": bool(devices),
+                                "--window": window != "steps",
                                 "--plot": plot_path is not None, "--tensorboard": tb,
                                 "--hta": hta})
         return
@@ -218,7 +222,7 @@ def analyze(
         check_devices(timelines, only)
     streamed = None  # one trace's JSON alone: written a step at a time (render.jsonfmt.pieces)
     if len(timelines) == 1:
-        report = rp.analyze(timelines[0], step=step, devices=only)
+        report = rp.analyze(timelines[0], step=step, devices=only, window=window)
         if fmt == "json" and not (hta or csv_dir is not None or plot_path is not None):
             from traceprobe.render.jsonfmt import pieces
 
@@ -227,7 +231,8 @@ def analyze(
         del report
         per_trace = [data]
     else:
-        data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
+        multi = rp.analyze_many(timelines, step=step, devices=only, window=window)
+        data = as_dict(multi)
         per_trace = list(data["traces"])
     if hta:
         for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
@@ -243,6 +248,9 @@ def analyze(
             text = render_html(data, timelines, top=top)
         else:
             text = render(data, fmt, top=top, color=color)
+        if (len(timelines) > 1 and fmt in ("text", "markdown") and window == "steps"
+                and step is None and only is None):
+            text = _with_job_lines(text, files, timelines, multi.reports)
         output.write_text(output_path, text, force=force, storage_options=so)
     if csv_dir is not None:
         from traceprobe.render.csv import write_csv
@@ -256,6 +264,17 @@ def analyze(
         _write_tensorboard(files, timelines, force=force)
     if errors and not skip_bad:
         raise click.exceptions.Exit(TraceError.exit_code)
+
+
+def _with_job_lines(
+    text: str, files: list[Path | str], timelines: list, reports: Any
+) -> str:
+    """The cross-rank headline and the ``--ranks`` hint after the per-trace report, when
+    some of the traces are ranks of one job (traceprobe.ranks.jobs)."""
+    from traceprobe.ranks.jobs import job_lines
+
+    lines = job_lines(files, timelines, reports)
+    return text if not lines else text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
 
 
 def _unique(files: list[Path | str]) -> list[Path | str]:

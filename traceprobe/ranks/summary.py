@@ -14,10 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceprobe.errors import TraceError, TraceprobeError
 from traceprobe.ranks.comms import Call, read_calls
+
+if TYPE_CHECKING:
+    from traceprobe.report.model import Report
+    from traceprobe.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -66,9 +70,18 @@ def summarise(
     except TraceprobeError as e:
         return Failure(str(path), e.message, "")
     try:
-        calls, header = read_calls(path, storage_options)
+        return summary_of(path, tl, rep, storage_options)
     except TraceError as e:  # the object changed or the network failed between the reads
         return Failure(e.path, e.problem, e.fix)
+
+
+def summary_of(
+    path: str | os.PathLike[str], tl: Timeline, rep: Report,
+    storage_options: Mapping[str, Any] | None = None,
+) -> RankSummary:
+    """The summary of a trace already loaded (``tl``) and analysed (``rep``, its default
+    window): only its collective calls are read from ``path`` again."""
+    calls, header = read_calls(path, storage_options)
     meta = tl.meta
     has_gpu = bool(rep.devices)
     comm = rep.overlap.comm_compute
