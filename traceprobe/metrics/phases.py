@@ -47,9 +47,10 @@ def phase_ns(ev: HostEvents, ev_s: np.ndarray, ev_e: np.ndarray, s: np.ndarray,
     out = np.zeros((n, len(PHASES)), np.int64)
     if n == 0:
         return out
-    engine = _starts_with(ev.name, ENGINE_PREFIX)
-    zero_grad = (ev.cls == "optimizer") & _starts_with(ev.name, ZERO_GRAD_PREFIX)
-    loader = spans(ev_s[ev.cls == "dataloader"], ev_e[ev.cls == "dataloader"])
+    engine, zero_grad = _starting_with(ev.name, ENGINE_PREFIX, ZERO_GRAD_PREFIX)
+    optimizer, dataloader = ev.cls == "optimizer", ev.cls == "dataloader"  # each class once
+    zero_grad &= optimizer
+    loader = spans(ev_s[dataloader], ev_e[dataloader])
     passes = _passes(ev_s[engine], ev_e[engine], ev_s[(ev.cls == "cpu_op") & ~engine])
     backward = passes
     forward = _leading_up(passes, s, e)
@@ -58,7 +59,7 @@ def phase_ns(ev: HostEvents, ev_s: np.ndarray, ev_e: np.ndarray, s: np.ndarray,
         ("backward", backward),
         ("optimizer", spans(ev_s[zero_grad], ev_e[zero_grad])),
         ("forward", forward),
-        ("optimizer", spans(ev_s[ev.cls == "optimizer"], ev_e[ev.cls == "optimizer"])),
+        ("optimizer", spans(ev_s[optimizer], ev_e[optimizer])),
     ]
     covered, before = EMPTY, np.zeros(n, np.int64)
     col = {p: i for i, p in enumerate(PHASES)}
@@ -71,15 +72,16 @@ def phase_ns(ev: HostEvents, ev_s: np.ndarray, ev_e: np.ndarray, s: np.ndarray,
     return out
 
 
-def _starts_with(names: np.ndarray, prefix: str) -> np.ndarray:
-    """Per name (an object array), whether its text starts with ``prefix``: tested once per
-    distinct name. (``names.astype(str)`` made a fixed-width copy as wide as the longest
-    name, 60 MB on the benchmark trace, and ``np.char`` tested every row in Python.)"""
+def _starting_with(names: np.ndarray, *prefixes: str) -> list[np.ndarray]:
+    """Per prefix, per name (an object array): whether the name's text starts with it,
+    tested once per distinct name. (``names.astype(str)`` made a fixed-width copy as wide as
+    the longest name, 60 MB on the benchmark trace, and ``np.char`` tested every row.)"""
     if names.size == 0:
-        return np.zeros(0, bool)
+        return [np.zeros(0, bool) for _ in prefixes]
     codes, uniques = pd.factorize(names)
-    hit = np.array([str(u).startswith(prefix) for u in uniques] + [False], bool)
-    return hit[codes]  # code -1 (a missing name) is the appended False
+    texts = [str(u) for u in uniques]
+    # code -1 (a missing name) reads the appended False
+    return [np.array([t.startswith(p) for t in texts] + [False], bool)[codes] for p in prefixes]
 
 
 def _passes(es: np.ndarray, ee: np.ndarray, other_starts: np.ndarray) -> Spans:
