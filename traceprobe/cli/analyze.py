@@ -220,6 +220,7 @@ def analyze(
         from traceprobe.report.build import check_devices
 
         check_devices(timelines, only)
+    streamed = None  # one trace's JSON alone: written a step at a time (render.jsonfmt.pieces)
     rep: Any
     stepped: list[Any] = []
     if tb:  # the scalars need every step: one analysis per trace gives both reports
@@ -230,23 +231,35 @@ def analyze(
         rep = rp.analyze(timelines[0], step=step, devices=only, window=window)
     else:
         rep = rp.analyze_many(timelines, step=step, devices=only, window=window)
-    data = as_dict(rep)
-    per_trace = [data] if len(timelines) == 1 else list(data["traces"])
+    if len(timelines) == 1:
+        if fmt == "json" and not (hta or csv_dir is not None or plot_path is not None):
+            from traceprobe.render.jsonfmt import pieces
+
+            streamed = pieces(rep, top=top)
+        data = {} if streamed is not None else as_dict(rep)
+        rep = None  # the report's steps are freed as they are written
+        per_trace = [data]
+    else:
+        data = as_dict(rep)
+        per_trace = list(data["traces"])
     if hta:
         for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
             click.echo(f"traceprobe: warning: {failure}", err=True)
 
     color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
-    if fmt == "html":
-        from traceprobe.render.html import render_html
-
-        text = render_html(data, timelines, top=top)
+    if streamed is not None:
+        output.write_pieces(output_path, streamed, force=force, storage_options=so)
     else:
-        text = render(data, fmt, top=top, color=color)
-    if (len(timelines) > 1 and fmt in ("text", "markdown") and window == "steps"
-            and step is None and only is None):
-        text = _with_job_lines(text, files, timelines, rep.reports)
-    output.write_text(output_path, text, force=force, storage_options=so)
+        if fmt == "html":
+            from traceprobe.render.html import render_html
+
+            text = render_html(data, timelines, top=top)
+        else:
+            text = render(data, fmt, top=top, color=color)
+        if (len(timelines) > 1 and fmt in ("text", "markdown") and window == "steps"
+                and step is None and only is None):
+            text = _with_job_lines(text, files, timelines, rep.reports)
+        output.write_text(output_path, text, force=force, storage_options=so)
     if csv_dir is not None:
         from traceprobe.render.csv import write_csv
 
