@@ -126,26 +126,29 @@ def _roof(tl: Timeline, groups: pd.DataFrame) -> tuple[str, Roof | None, list[st
     return name, roof, notes
 
 
-def _rows(tl: Timeline) -> tuple[Any, pd.DataFrame, str, Roof | None, list[str]]:
-    a = attribute(tl)
+def _rows(tl: Timeline, window: tuple[int, int] | None = None
+          ) -> tuple[Any, pd.DataFrame, str, Roof | None, list[str]]:
+    a = attribute(tl, window)
     name, roof, notes = _roof(tl, a.groups)
     rows = with_roof(a.groups, roof)
     return a, rows, name, roof, notes
 
 
-def efficiency(tl: Timeline) -> Efficiency:
-    """The kernel-efficiency figures of ``tl`` (all of it: window it first)."""
-    a, rows, name, roof, notes = _rows(tl)
+def efficiency(tl: Timeline, window: tuple[int, int] | None = None) -> Efficiency:
+    """The kernel-efficiency figures of ``tl``: of the ops that start in ``window`` (lo, hi
+    ns) and the kernels they launched, wherever those ran (a GPU-bound step's kernels run
+    after the step's host window); None: of the whole trace."""
+    a, rows, name, roof, notes = _rows(tl, window)
     if not a.shapes:
         notes.append(NO_SHAPES)
-    k = tl.gpu["kind"].to_numpy() == "kernel" if len(tl.gpu) else np.zeros(0, bool)
+    k = a.kernel_group >= 0
     dur = tl.gpu["dur_ns"].to_numpy(float)[k] if len(tl.gpu) else np.zeros(0)
     order = np.argsort(-rows["time_ns"].to_numpy(float), kind="stable")
     ordered = rows.iloc[order].reset_index(drop=True)
     return Efficiency(
         device=name, roof=roof, shapes=a.shapes, rows=ordered, categories=by_category(rows),
         kernel_ns=float(dur.sum()), tensor_core_ns=float(dur[a.kernel_tc[k]].sum()),
-        finding=finding(rows, roof), modules=module_view(tl), notes=tuple(notes))
+        finding=finding(rows, roof), modules=module_view(tl, window), notes=tuple(notes))
 
 
 def kernel_factors(tl: Timeline, scenario: str) -> tuple[np.ndarray, str]:

@@ -69,7 +69,10 @@ def _top_formula(par: np.ndarray, has: np.ndarray) -> np.ndarray:
     return top
 
 
-def attribute(tl: Timeline) -> Attribution:
+def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attribution:
+    """The rows of ``tl``; with ``window`` (lo, hi ns) only the ops that start in it and the
+    kernels their runtime calls launched from it (kernels with no recorded call: those that
+    start in it, when the trace records no launch calls at all)."""
     cpu, gpu = tl.cpu, tl.gpu
     is_op = cpu["kind"].to_numpy() == "cpu_op" if len(cpu) else np.zeros(0, bool)
     ops = cpu[is_op]
@@ -84,17 +87,28 @@ def attribute(tl: Timeline) -> Attribution:
                   [ops["pid"].to_numpy(), ops["tid"].to_numpy()]) if n else np.zeros(0, np.int64)
     top = _top_formula(par, np.asarray(has, bool))
     counted = np.asarray(has, bool) & (top == np.arange(n))
+    if window is not None and n:
+        st = ops["start"].to_numpy()
+        counted &= (st >= window[0]) & (st < window[1])
 
     # kernels -> op rows
     is_k = gpu["kind"].to_numpy() == "kernel" if len(gpu) else np.zeros(0, bool)
     k_rows = np.flatnonzero(is_k)
     kop = np.full(len(k_rows), -1, np.int64)
+    calls = cpu[cpu["kind"].isin(LAUNCH_KINDS).to_numpy() & (cpu["correlation"].to_numpy() >= 0)]
+    if window is not None and len(k_rows):
+        corr_start = pd.Series(calls["start"].to_numpy(), index=calls["correlation"].to_numpy())
+        corr_start = corr_start[~corr_start.index.duplicated()]
+        cs = corr_start.reindex(gpu["correlation"].to_numpy()[k_rows]).to_numpy(float)
+        if not len(calls):
+            cs = gpu["start"].to_numpy()[k_rows].astype(float)
+        inside = (cs >= window[0]) & (cs < window[1])
+        k_rows = k_rows[inside]
+        kop = kop[inside]
     if n and len(k_rows):
         ext_to_op = pd.Series(np.arange(n), index=ops["external_id"].to_numpy())
         ext_to_op = ext_to_op[ext_to_op.index >= 0]
         ext_to_op = ext_to_op[~ext_to_op.index.duplicated()]
-        calls = cpu[cpu["kind"].isin(LAUNCH_KINDS).to_numpy()
-                    & (cpu["correlation"].to_numpy() >= 0)]
         corr_to_ext = pd.Series(calls["external_id"].to_numpy(),
                                 index=calls["correlation"].to_numpy())
         corr_to_ext = corr_to_ext[~corr_to_ext.index.duplicated()]

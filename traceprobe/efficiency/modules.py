@@ -36,8 +36,9 @@ class ModuleView:
                 "truncated": max(len(self.rows) - limit, 0)}
 
 
-def module_view(tl: Timeline) -> ModuleView | None:
-    """None when the trace has no module events."""
+def module_view(tl: Timeline, window: tuple[int, int] | None = None) -> ModuleView | None:
+    """None when the trace has no module events. ``window``: only the launch calls that start
+    in it."""
     cpu, gpu = tl.cpu, tl.gpu
     if cpu.empty:
         return None
@@ -50,6 +51,9 @@ def module_view(tl: Timeline) -> ModuleView | None:
     if not is_mod.any():
         return None
     is_call = np.isin(kind, LAUNCH_KINDS) & (cpu["correlation"].to_numpy() >= 0)
+    if window is not None:
+        st = cpu["start"].to_numpy()
+        is_call &= (st >= window[0]) & (st < window[1])
     sel = np.flatnonzero(is_mod | is_call)
     sub = cpu.iloc[sel]
     mod = is_mod[sel]

@@ -84,13 +84,17 @@ class Finding:
     """fp32 matrix work off tensor cores on a device that has them."""
 
     fp32_ns: float  # kernel time of the fp32 GEMM/convolution rows off tensor cores
+    fp32_tflops: float | None  # their achieved rate (rows of known work)
+    gemm_ns: float  # of fp32_ns, GEMMs (the rest: convolutions)
     kernel_ns: float  # all kernel time
     tf32_saving_ns: float
     bf16_saving_ns: float
     material: bool
 
-    def to_dict(self) -> dict[str, float | bool]:
-        return {"fp32_off_tensor_cores_us": self.fp32_ns / 1e3, "kernel_us": self.kernel_ns / 1e3,
+    def to_dict(self) -> dict[str, float | bool | None]:
+        return {"fp32_off_tensor_cores_us": self.fp32_ns / 1e3,
+                "fp32_tflops": self.fp32_tflops, "gemm_us": self.gemm_ns / 1e3,
+                "kernel_us": self.kernel_ns / 1e3,
                 "tf32_saving_us": self.tf32_saving_ns / 1e3,
                 "bf16_saving_us": self.bf16_saving_ns / 1e3, "material": self.material}
 
@@ -111,4 +115,9 @@ def finding(rows: pd.DataFrame, roof: Roof | None) -> Finding | None:
     total = float(t.sum())
     tf_save = float((t * (1 - tf.factor)).sum())
     bf_save = float((t * (1 - bf.factor)).sum())
-    return Finding(fp32_ns, total, tf_save, bf_save, total > 0 and tf_save / total >= MATERIAL)
+    f = rows["flops"].to_numpy(float)
+    known = off & ~np.isnan(f)
+    kt = float(t[known].sum())
+    rate = float(f[known].sum()) / kt * 1e9 / 1e12 if kt > 0 else None
+    gemm_ns = float(t[off & (rows["category"].to_numpy() == GEMM)].sum())
+    return Finding(fp32_ns, rate, gemm_ns, total, tf_save, bf_save, total > 0 and tf_save / total >= MATERIAL)

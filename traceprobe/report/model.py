@@ -81,6 +81,8 @@ class Report:
     headlines: tuple[str, ...] = ()
     # traceprobe.graph's critical path of this window (plain data, already in µs)
     critical_path: dict[str, Any] | None = None
+    # traceprobe.efficiency's figures of this window (plain data; rates in TFLOP/s, GB/s)
+    efficiency: dict[str, Any] | None = None
 
     def device(self, device: int) -> DeviceBusy:
         for d in self.devices:
