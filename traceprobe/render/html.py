@@ -28,6 +28,7 @@ from traceprobe.render import ranks as rk
 from traceprobe.render import tables as tb
 from traceprobe.render.events import event_detail
 from traceprobe.render.lanes import COLORS, LEGEND, lanes_for_report
+from traceprobe.render.roofline import roofline_svg
 from traceprobe.timeline import Timeline
 
 TOP = 10
@@ -129,6 +130,11 @@ def _section(i: int, r: Mapping[str, Any], picture: str | None, *, top: int, lab
         out.append("</ul>")
     if picture:
         out.append(picture)
+    roof = roofline_svg(r.get("efficiency"))
+    if roof:
+        out.append(f'<figure class="tp-roofline-chart">{roof}<figcaption>Roofline: each op '
+                   "shape's achieved TFLOP/s against its arithmetic intensity, under the "
+                   "device's roof (area: kernel time)</figcaption></figure>")
     out += [_table(t) for t in doc.tables]
     out.append("</section>")
     return "\n".join(out)
