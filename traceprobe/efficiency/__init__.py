@@ -148,7 +148,14 @@ def efficiency(tl: Timeline, window: tuple[int, int] | None = None) -> Efficienc
     return Efficiency(
         device=name, roof=roof, shapes=a.shapes, rows=ordered, categories=by_category(rows),
         kernel_ns=float(dur.sum()), tensor_core_ns=float(dur[a.kernel_tc[k]].sum()),
-        finding=finding(rows, roof), modules=module_view(tl, window), notes=tuple(notes))
+        finding=finding(rows, roof, _steps_in(tl, window)), modules=module_view(tl, window), notes=tuple(notes))
+
+
+def _steps_in(tl: Timeline, window: tuple[int, int] | None) -> int:
+    st = tl.steps["start"].to_numpy() if len(tl.steps) else np.zeros(0, np.int64)
+    if window is None:
+        return len(st)
+    return int(((st >= window[0]) & (st < window[1])).sum())
 
 
 def kernel_factors(tl: Timeline, scenario: str) -> tuple[np.ndarray, str]:

@@ -90,16 +90,23 @@ class Finding:
     tf32_saving_ns: float
     bf16_saving_ns: float
     material: bool
+    steps: int = 0  # ProfilerSteps in the window (0: none), for the per-step figures
+
+    def per_step(self, ns: float) -> float | None:
+        return ns / self.steps / 1e3 if self.steps else None
 
     def to_dict(self) -> dict[str, float | bool | None]:
         return {"fp32_off_tensor_cores_us": self.fp32_ns / 1e3,
                 "fp32_tflops": self.fp32_tflops, "gemm_us": self.gemm_ns / 1e3,
                 "kernel_us": self.kernel_ns / 1e3,
                 "tf32_saving_us": self.tf32_saving_ns / 1e3,
-                "bf16_saving_us": self.bf16_saving_ns / 1e3, "material": self.material}
+                "bf16_saving_us": self.bf16_saving_ns / 1e3, "material": self.material,
+                "steps": self.steps, "kernel_per_step_us": self.per_step(self.kernel_ns),
+                "tf32_kernel_per_step_us": self.per_step(self.kernel_ns - self.tf32_saving_ns),
+                "bf16_kernel_per_step_us": self.per_step(self.kernel_ns - self.bf16_saving_ns)}
 
 
-def finding(rows: pd.DataFrame, roof: Roof | None) -> Finding | None:
+def finding(rows: pd.DataFrame, roof: Roof | None, steps: int = 0) -> Finding | None:
     """The precision finding, or None when there is no fp32 matrix work off tensor cores on
     a device with TF32 (or matrix-core fp32)."""
     if roof is None or _target_key("tf32", roof) not in roof.peaks or rows.empty:
@@ -120,4 +127,4 @@ def finding(rows: pd.DataFrame, roof: Roof | None) -> Finding | None:
     kt = float(t[known].sum())
     rate = float(f[known].sum()) / kt * 1e9 / 1e12 if kt > 0 else None
     gemm_ns = float(t[off & (rows["category"].to_numpy() == GEMM)].sum())
-    return Finding(fp32_ns, rate, gemm_ns, total, tf_save, bf_save, total > 0 and tf_save / total >= MATERIAL)
+    return Finding(fp32_ns, rate, gemm_ns, total, tf_save, bf_save, total > 0 and tf_save / total >= MATERIAL, steps)

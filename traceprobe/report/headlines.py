@@ -232,4 +232,14 @@ def _precision(r: Report) -> list[tuple[float, str]]:
         f"{duration(p['fp32_off_tensor_cores_us'] * us)}{rate} of "
         f"{duration(p['kernel_us'] * us)} kernel time; TF32 ({flag} = True) would save "
         f"about {duration(p['tf32_saving_us'] * us)}, bf16 autocast about "
-        f"{duration(p['bf16_saving_us'] * us)} (whatif -s precision:tf32)")]
+        f"{duration(p['bf16_saving_us'] * us)}{_per_step(p)}")]
+
+
+def _per_step(p: dict) -> str:
+    k, t, b = (p.get(f) for f in ("kernel_per_step_us", "tf32_kernel_per_step_us",
+                                  "bf16_kernel_per_step_us"))
+    if k is None or t is None or b is None:
+        return ""
+    us = 1e3
+    return (f"; kernel time per step {duration(k * us)} -> {duration(t * us)} (TF32), "
+            f"{duration(b * us)} (bf16)")
