@@ -137,8 +137,8 @@ def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attributio
 
     dur = gpu["dur_ns"].to_numpy()[k_rows] if len(k_rows) else np.zeros(0, np.int64)
     dev = gpu["device"].to_numpy()[k_rows] if len(k_rows) else np.zeros(0, np.int64)
-    time_ns = np.bincount(kgroup, weights=dur, minlength=total)
-    tc_ns = np.bincount(kgroup, weights=dur * tc, minlength=total)
+    time_ns = np.bincount(kgroup, weights=dur, minlength=total).astype(float)
+    tc_ns = np.bincount(kgroup, weights=dur * tc, minlength=total).astype(float)
     kcount = np.bincount(kgroup, minlength=total)
 
     # work per counted op: each distinct (name, dims, types, concrete) once
@@ -230,7 +230,7 @@ def _codes(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _sum_nan(g: np.ndarray, v: np.ndarray, total: int) -> np.ndarray:
     """Per group the sum of ``v``; NaN when any value is NaN or the group has none."""
-    s = np.bincount(g, weights=np.nan_to_num(v), minlength=total)
+    s = np.bincount(g, weights=np.nan_to_num(v), minlength=total).astype(float)
     bad = np.bincount(g, weights=np.isnan(v).astype(float), minlength=total) > 0
     cnt = np.bincount(g, minlength=total)
     s[bad | (cnt == 0)] = np.nan
