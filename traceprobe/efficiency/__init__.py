@@ -120,7 +120,7 @@ def _roof(tl: Timeline, groups: pd.DataFrame) -> tuple[str, Roof | None, list[st
         notes.append(f"device {dev} ({name or 'no name in deviceProperties'}) is not in the "
                      "device table: rates are given without a roof (traceprobe/efficiency/"
                      "devices.py lists the known GPUs)")
-    others = {roofs.get(int(d), ("", None))[1] for d in busy.index if int(d) != dev}
+    others = [roofs.get(int(d), ("", None))[1] for d in busy.index if int(d) != dev]
     if any(r is not roof for r in others):
         notes.append(f"the devices differ: every rate is measured against device {dev}'s roof")
     return name, roof, notes
@@ -142,7 +142,7 @@ def efficiency(tl: Timeline, window: tuple[int, int] | None = None) -> Efficienc
     if not a.shapes:
         notes.append(NO_SHAPES)
     k = a.kernel_group >= 0
-    dur = tl.gpu["dur_ns"].to_numpy(float)[k] if len(tl.gpu) else np.zeros(0)
+    dur = (tl.gpu["end"].to_numpy(float) - tl.gpu["start"].to_numpy(float))[k]
     order = np.argsort(-rows["time_ns"].to_numpy(float), kind="stable")
     ordered = rows.iloc[order].reset_index(drop=True)
     return Efficiency(

@@ -135,7 +135,8 @@ def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attributio
     kgroup[orphan] = ng + o_codes
     total = ng + len(o_uniq)
 
-    dur = gpu["dur_ns"].to_numpy()[k_rows] if len(k_rows) else np.zeros(0, np.int64)
+    dur = (gpu["end"].to_numpy()[k_rows] - gpu["start"].to_numpy()[k_rows]) if len(k_rows) \
+        else np.zeros(0, np.int64)
     dev = gpu["device"].to_numpy()[k_rows] if len(k_rows) else np.zeros(0, np.int64)
     time_ns = np.bincount(kgroup, weights=dur, minlength=total).astype(float)
     tc_ns = np.bincount(kgroup, weights=dur * tc, minlength=total).astype(float)

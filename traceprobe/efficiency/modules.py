@@ -74,7 +74,8 @@ def module_view(tl: Timeline, window: tuple[int, int] | None = None) -> ModuleVi
     k = gpu[gpu["kind"].to_numpy() == "kernel"] if len(gpu) else gpu
     call_rows = np.flatnonzero(~mod)
     corr = sub["correlation"].to_numpy()[call_rows]
-    kt = k.groupby("correlation")["dur_ns"].sum() if len(k) else pd.Series(dtype=float)
+    kt = (pd.Series(k["end"].to_numpy() - k["start"].to_numpy()).groupby(
+        k["correlation"].to_numpy()).sum() if len(k) else pd.Series(dtype=float))
     call_t = kt.reindex(corr).fillna(0.0).to_numpy(float)
     call_mod = np.where(up[call_rows] >= 0, pos[np.maximum(up[call_rows], 0)], -1)
     inside = call_mod >= 0

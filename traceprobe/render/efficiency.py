@@ -20,9 +20,16 @@ def _rate(x: Any, unit: str) -> str:
     return f"{x:,.0f} {unit}" if x >= 1000 else f"{x:.3g} {unit}"
 
 
-def efficiency_tables(r: Mapping[str, Any], top: int) -> list[Any]:
-    from traceprobe.render.sections import Table
+def Table(title: str, headers: tuple[str, ...], align: str,  # noqa: N802
+          rows: list[tuple[str, ...]], notes: list[str], code: frozenset[int] = frozenset()
+          ) -> dict[str, Any]:
+    """The fields of a :class:`traceprobe.render.sections.Table` (built there)."""
+    return {"title": title, "headers": headers, "align": align, "rows": rows, "notes": notes,
+            "code": code}
 
+
+def efficiency_tables(r: Mapping[str, Any], top: int) -> list[dict[str, Any]]:
+    """The tables' fields, in the order shown; none without an efficiency section."""
     e = r.get("efficiency")
     if not isinstance(e, Mapping) or not (e.get("categories") or e.get("rows")):
         return []

@@ -70,7 +70,7 @@ def trace_tables(report: Mapping[str, Any], *, top: int = 10) -> list[Table]:
             _critical_path(report),
         )
         if t is not None
-    ] + efficiency_tables(report, top)
+    ] + [Table(**t) for t in efficiency_tables(report, top)]
 
 
 def _rows(r: Mapping[str, Any], *path: str) -> list[Row]:
