@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from tracebuild import TraceBuilder
 
+from tracebuild import TraceBuilder
 from traceprobe.efficiency import efficiency
 from traceprobe.errors import UsageError
 from traceprobe.expect.names import measure

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tracebuild import TraceBuilder
 
+from tracebuild import TraceBuilder
 from traceprobe.efficiency import efficiency, kernel_factors
 from traceprobe.efficiency.kernels import tensor_core
 from traceprobe.efficiency.work import work

@@ -148,7 +148,8 @@ def efficiency(tl: Timeline, window: tuple[int, int] | None = None) -> Efficienc
     return Efficiency(
         device=name, roof=roof, shapes=a.shapes, rows=ordered, categories=by_category(rows),
         kernel_ns=float(dur.sum()), tensor_core_ns=float(dur[a.kernel_tc[k]].sum()),
-        finding=finding(rows, roof, _steps_in(tl, window)), modules=module_view(tl, window), notes=tuple(notes))
+        finding=finding(rows, roof, _steps_in(tl, window)), modules=module_view(tl, window),
+        notes=tuple(notes))
 
 
 def _steps_in(tl: Timeline, window: tuple[int, int] | None) -> int:

@@ -75,53 +75,81 @@ def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attributio
     start in it, when the trace records no launch calls at all)."""
     cpu, gpu = tl.cpu, tl.gpu
     is_op = cpu["kind"].to_numpy() == "cpu_op" if len(cpu) else np.zeros(0, bool)
-    ops = cpu[is_op]
-    n = len(ops)
-    name = ops["name"].to_numpy(object)
-    dims = _col(ops, "input_dims").astype(object)
-    types = _col(ops, "input_types").astype(object)
-    concrete = _col(ops, "concrete_inputs").astype(object)
-    shapes = bool(n and np.any(dims != ""))
-    has = pd.Index(name).isin(list(FORMULAS)) if n else np.zeros(0, bool)
-    par = parents(ops["start"].to_numpy(), ops["end"].to_numpy(),
-                  [ops["pid"].to_numpy(), ops["tid"].to_numpy()]) if n else np.zeros(0, np.int64)
-    top = _top_formula(par, np.asarray(has, bool))
-    counted = np.asarray(has, bool) & (top == np.arange(n))
-    if window is not None and n:
-        st = ops["start"].to_numpy()
-        counted &= (st >= window[0]) & (st < window[1])
+    rows_op = np.flatnonzero(is_op)
+    n = len(rows_op)
 
-    # kernels -> op rows
+    def ops(c: str) -> np.ndarray:
+        return _col(cpu, c)[rows_op]
+
+    name = ops("name").astype(object)
+    has = np.asarray(pd.Index(name).isin(list(FORMULAS)), bool) if n else np.zeros(0, bool)
+
+    # kernels -> the innermost op around their launching call
     is_k = gpu["kind"].to_numpy() == "kernel" if len(gpu) else np.zeros(0, bool)
     k_rows = np.flatnonzero(is_k)
-    kop = np.full(len(k_rows), -1, np.int64)
-    calls = cpu[cpu["kind"].isin(LAUNCH_KINDS).to_numpy() & (cpu["correlation"].to_numpy() >= 0)]
+    launch = np.isin(_col(cpu, "kind"), LAUNCH_KINDS) & (_col(cpu, "correlation", -1) >= 0)
+    c_corr = _col(cpu, "correlation", -1)[launch]
+    k_corr = gpu["correlation"].to_numpy()[k_rows] if len(k_rows) else np.zeros(0, np.int64)
     if window is not None and len(k_rows):
-        corr_start = pd.Series(calls["start"].to_numpy(), index=calls["correlation"].to_numpy())
-        corr_start = corr_start[~corr_start.index.duplicated()]
-        cs = corr_start.reindex(gpu["correlation"].to_numpy()[k_rows]).to_numpy(float)
-        if not len(calls):
+        if launch.any():
+            corr_start = pd.Series(_col(cpu, "start")[launch], index=c_corr)
+            corr_start = corr_start[~corr_start.index.duplicated()]
+            cs = corr_start.reindex(k_corr).to_numpy(float)
+        else:
             cs = gpu["start"].to_numpy()[k_rows].astype(float)
         inside = (cs >= window[0]) & (cs < window[1])
-        k_rows = k_rows[inside]
-        kop = kop[inside]
+        k_rows, k_corr = k_rows[inside], k_corr[inside]
+    kop = np.full(len(k_rows), -1, np.int64)
     if n and len(k_rows):
-        ext_to_op = pd.Series(np.arange(n), index=ops["external_id"].to_numpy())
+        ext_to_op = pd.Series(np.arange(n), index=ops("external_id"))
         ext_to_op = ext_to_op[ext_to_op.index >= 0]
         ext_to_op = ext_to_op[~ext_to_op.index.duplicated()]
-        corr_to_ext = pd.Series(calls["external_id"].to_numpy(),
-                                index=calls["correlation"].to_numpy())
+        corr_to_ext = pd.Series(_col(cpu, "external_id", -1)[launch], index=c_corr)
         corr_to_ext = corr_to_ext[~corr_to_ext.index.duplicated()]
-        ext = corr_to_ext.reindex(gpu["correlation"].to_numpy()[k_rows]).to_numpy()
+        ext = corr_to_ext.reindex(k_corr).to_numpy()
         own = gpu["external_id"].to_numpy()[k_rows]
         ext = np.where(np.isnan(ext), own, ext).astype(np.int64)
         found = ext_to_op.reindex(ext).to_numpy()
         ok = ~np.isnan(found)
         kop[ok] = found[ok].astype(np.int64)
-        kop[ok] = np.where(top[kop[ok]] >= 0, top[kop[ok]], kop[ok])
 
-    # op groups by (name, dims, types)
-    gid, gfirst = _codes(name, dims, types)
+    # nesting among the ops with a formula and the launching ops only: the chain of such
+    # ancestors is the same whatever else lies between them
+    launched = np.zeros(n, bool)
+    launched[kop[kop >= 0]] = True
+    nest = np.flatnonzero(has | launched)
+    top = np.full(n, -1, np.int64)
+    if len(nest):
+        rn = rows_op[nest]
+        par = parents(_col(cpu, "start")[rn], _col(cpu, "end")[rn],
+                      [_col(cpu, "pid")[rn], _col(cpu, "tid")[rn]])
+        t = _top_formula(par, has[nest])
+        top[nest] = np.where(t >= 0, nest[np.maximum(t, 0)], -1)
+    counted = has & (top == np.arange(n))
+    if window is not None and n:
+        st = ops("start")
+        counted &= (st >= window[0]) & (st < window[1])
+    ok = kop >= 0
+    kop[ok] = np.where(top[kop[ok]] >= 0, top[kop[ok]], kop[ok])
+
+    # the ops that matter: counted ones (on a trace with kernels: those that own one) and
+    # kernel owners; grouped by (name, dims, types)
+    with_k = np.zeros(n, bool)
+    with_k[kop[kop >= 0]] = True
+    if len(k_rows):
+        counted &= with_k
+    sub = np.flatnonzero(counted | with_k)
+    dims = np.full(n, "", object)
+    types = np.full(n, "", object)
+    concrete = np.full(n, "", object)
+    for arr, col in ((dims, "input_dims"), (types, "input_types"),
+                     (concrete, "concrete_inputs")):
+        arr[sub] = _col(cpu, col)[rows_op[sub]]
+    shapes = bool(np.any(_col(cpu, "input_dims")[rows_op] != "")) if n else False
+    codes, first = _codes(name[sub], dims[sub], types[sub])
+    gid = np.full(n, -1, np.int64)
+    gid[sub] = codes
+    gfirst = sub[first]
     ng = len(gfirst)
     kn_names = gpu["name"].to_numpy(object)[k_rows] if len(k_rows) else np.zeros(0, object)
     tc, kcat = kn.per_name(kn_names)
@@ -147,26 +175,20 @@ def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attributio
     nbytes = np.full(n, np.nan)
     dtype = np.full(n, "", object)
     cat_op = np.full(n, OTHER, object)
-    if n:
-        cat_of = {nm: category_of_name(str(nm)) for nm in pd.unique(name)}
-        cat_op = pd.Series(name).map(cat_of).to_numpy(object)
-        with_k = np.zeros(n, bool)
-        with_k[kop[kop >= 0]] = True
-        use = counted & (with_k if len(k_rows) else True)
-        rows = np.flatnonzero(use | with_k)
-        if len(rows):
-            wcodes, wfirst = _codes(name[rows], dims[rows], types[rows], concrete[rows])
-            r0 = rows[wfirst]
-            ws = [work(*map(str, t)) for t in zip(name[r0], dims[r0], types[r0], concrete[r0],
-                                                   strict=True)]
-            fl = np.array([np.nan if w.flops is None else w.flops for w in ws], float)
-            by = np.array([np.nan if w.bytes is None else w.bytes for w in ws], float)
-            dt = np.array([w.dtype for w in ws], object)
-            dtype[rows] = dt[wcodes]
-            u = use[rows]
-            flops[rows[u]] = fl[wcodes[u]]
-            nbytes[rows[u]] = by[wcodes[u]]
-            counted = use
+    if len(sub):
+        cat_of = {nm: category_of_name(str(nm)) for nm in pd.unique(name[gfirst])}
+        cat_op[sub] = pd.Series(name[sub]).map(cat_of).to_numpy(object)
+        wcodes, wfirst = _codes(name[sub], dims[sub], types[sub], concrete[sub])
+        r0 = sub[wfirst]
+        ws = [work(*map(str, t)) for t in zip(name[r0], dims[r0], types[r0], concrete[r0],
+                                               strict=True)]
+        fl = np.array([np.nan if w.flops is None else w.flops for w in ws], float)
+        by = np.array([np.nan if w.bytes is None else w.bytes for w in ws], float)
+        dt = np.array([w.dtype for w in ws], object)
+        dtype[sub] = dt[wcodes]
+        u = counted[sub]
+        flops[sub[u]] = fl[wcodes[u]]
+        nbytes[sub[u]] = by[wcodes[u]]
     g_flops = _sum_nan(gid[counted], flops[counted], total)
     g_bytes = _sum_nan(gid[counted], nbytes[counted], total)
     calls_n = np.bincount(gid[counted], minlength=total).astype(np.int64)
@@ -183,7 +205,7 @@ def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attributio
     category[comm_g] = COMM
     group_dtype = np.full(total, "", object)
     if ng:
-        group_dtype[:ng] = _first_nonempty(gid, dtype, ng)
+        group_dtype[:ng] = _first_nonempty(gid[sub], dtype[sub], ng)
     dev_g = _dominant(kgroup, dev.astype(object), dur, total)
     groups = pd.DataFrame({
         "op": np.r_[name[gfirst], np.full(len(o_uniq), "", object)],
@@ -243,10 +265,12 @@ def _dominant(g: np.ndarray, values: np.ndarray, w: np.ndarray, total: int) -> n
     out = np.full(total, "", object)
     if not len(g):
         return out
-    df = pd.DataFrame({"g": g, "v": values, "w": w})
-    s = df.groupby(["g", "v"], sort=False)["w"].sum().reset_index()
-    s = s.sort_values(["g", "w"], ascending=[True, False]).drop_duplicates("g")
-    out[s["g"].to_numpy()] = s["v"].to_numpy()
+    codes, uniq = pd.factorize(values)
+    nv = len(uniq)
+    m = np.bincount(g * nv + codes, weights=w.astype(float) + 1e-9, minlength=total * nv)
+    m = m.reshape(total, nv)
+    has = m.max(axis=1) > 0
+    out[has] = np.asarray(uniq, object)[m.argmax(axis=1)[has]]
     return out
 
 

@@ -127,4 +127,5 @@ def finding(rows: pd.DataFrame, roof: Roof | None, steps: int = 0) -> Finding | 
     kt = float(t[known].sum())
     rate = float(f[known].sum()) / kt * 1e9 / 1e12 if kt > 0 else None
     gemm_ns = float(t[off & (rows["category"].to_numpy() == GEMM)].sum())
-    return Finding(fp32_ns, rate, gemm_ns, total, tf_save, bf_save, total > 0 and tf_save / total >= MATERIAL, steps)
+    material = total > 0 and tf_save / total >= MATERIAL
+    return Finding(fp32_ns, rate, gemm_ns, total, tf_save, bf_save, material, steps)

@@ -71,22 +71,30 @@ def with_roof(groups: pd.DataFrame, roof: Roof | None) -> pd.DataFrame:
 def by_category(rows: pd.DataFrame) -> pd.DataFrame:
     """Per category: kernel time, FLOPs and bytes of the rows whose work is known, rates over
     those rows' time, and the roof fraction (their summed roof time / their summed time)."""
-    r = rows[rows["time_ns"] > 0]
-    known = r["flops"].notna() & r["bytes"].notna()
-    base = r.groupby("category", sort=False).agg(time_ns=("time_ns", "sum"),
-                                                 kernels=("kernels", "sum"),
-                                                 tc_ns=("tc_ns", "sum"))
-    k = r[known]
-    kk = k.groupby("category", sort=False).agg(known_ns=("time_ns", "sum"),
-                                               flops=("flops", "sum"), bytes=("bytes", "sum"),
-                                               roof_ns=("roof_ns", "sum"))
-    out = base.join(kk, how="left").reset_index()
-    for c in ("known_ns", "flops", "bytes"):
-        out[c] = out[c].fillna(0.0)
+    r = rows[rows["time_ns"].to_numpy() > 0]
+    codes, cats = pd.factorize(r["category"].to_numpy(object))
+    nc = len(cats)
+
+    def total(values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+        v = np.nan_to_num(values.astype(float)) if where is None else np.where(
+            where, np.nan_to_num(values.astype(float)), 0.0)
+        return np.bincount(codes, weights=v, minlength=nc)
+
+    known = (r["flops"].notna() & r["bytes"].notna()).to_numpy()
+    t = r["time_ns"].to_numpy(float)
+    out = pd.DataFrame({
+        "category": np.asarray(cats, object), "time_ns": total(t),
+        "kernels": total(r["kernels"].to_numpy()).astype(np.int64), "tc_ns": total(
+            r["tc_ns"].to_numpy()), "known_ns": total(t, known),
+        "flops": total(r["flops"].to_numpy(), known), "bytes": total(r["bytes"].to_numpy(),
+                                                                     known),
+        "roof_ns": total(r["roof_ns"].to_numpy(), known & r["roof_ns"].notna().to_numpy()),
+    })
     kt = out["known_ns"].to_numpy(float) / 1e9
+    no_roof = total(known & r["roof_ns"].isna().to_numpy()) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         out["tflops"] = np.where(kt > 0, out["flops"] / kt / 1e12, np.nan)
         out["gbs"] = np.where(kt > 0, out["bytes"] / kt / 1e9, np.nan)
-        out["roof_fraction"] = np.where(kt > 0, out["roof_ns"].to_numpy(float) / 1e9 / kt,
-                                        np.nan)
-    return out.sort_values("time_ns", ascending=False).reset_index(drop=True)
+        out["roof_fraction"] = np.where((kt > 0) & ~no_roof,
+                                        out["roof_ns"].to_numpy(float) / 1e9 / kt, np.nan)
+    return out.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)

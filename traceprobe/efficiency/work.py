@@ -134,7 +134,7 @@ def _mm(x: Inputs, a: int = 0) -> tuple[float, float]:
 
 
 def _bmm(x: Inputs, a: int = 0) -> tuple[float, float]:
-    (b, m, k), (b2, k2, n) = x.shape(a), x.shape(a + 1)
+    (b, m, k), (_, k2, n) = x.shape(a), x.shape(a + 1)
     _same(k, k2)
     out = b * m * n * x.size(a)
     return 2.0 * b * m * n * k, _tensor_bytes(x) + out
@@ -340,7 +340,7 @@ def _embedding(x: Inputs) -> tuple[float, float]:
 
 def _embedding_backward(x: Inputs) -> tuple[float, float]:
     """embedding_dense_backward(grad_output, indices, num_weights, ...): scatters the rows."""
-    go, idx = x.shape(0), x.shape(1)
+    go = x.shape(0)
     rows = int(x.scalar(2, 0) or 0)
     d = go[-1] if go else 0
     return float(_numel(go)), _tensor_bytes(x) + rows * d * x.size(0) + _numel(go) * x.size(0)

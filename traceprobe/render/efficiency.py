@@ -6,7 +6,7 @@ Nothing is computed here but unit conversions (docs/FIGURES.md, "Kernel efficien
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from traceprobe.render.units import DASH, fmt_count, fmt_pct, fmt_time
@@ -21,7 +21,7 @@ def _rate(x: Any, unit: str) -> str:
 
 
 def Table(title: str, headers: tuple[str, ...], align: str,  # noqa: N802
-          rows: list[tuple[str, ...]], notes: list[str], code: frozenset[int] = frozenset()
+          rows: Sequence[tuple[str, ...]], notes: list[str], code: frozenset[int] = frozenset()
           ) -> dict[str, Any]:
     """The fields of a :class:`traceprobe.render.sections.Table` (built there)."""
     return {"title": title, "headers": headers, "align": align, "rows": rows, "notes": notes,
