@@ -25,7 +25,7 @@ the order given.
     after its launch instead of the launch latency.
 ``kernels:REGEX=F``
     Kernels whose name matches REGEX (``re.search``) run F times faster.
-``precision:tf32`` / ``precision:bf16``
+``precision:tf32|bf16``
     fp32 GEMM and convolution kernels off tensor cores (bf16: attention too) as if run at
     the target precision: each op shape's kernels scaled by the ratio of its roof time at
     the new precision to its roof time now, keeping its achieved share of the roof
