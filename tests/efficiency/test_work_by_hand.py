@@ -181,3 +181,24 @@ def test_precision_tf32_keeps_the_share_of_the_roof() -> None:
 ])
 def test_tensor_core_kernel_name_rules(name: str, tc: bool) -> None:
     assert tensor_core(name) is tc
+
+
+@pytest.mark.parametrize(("props", "want"), [
+    ({"name": "NVIDIA H200", "numSms": 132}, "H200 SXM"),
+    ({"name": "NVIDIA H100 80GB HBM3", "numSms": 132}, "H100 SXM5"),
+    ({"name": "NVIDIA H100 PCIe"}, "H100 PCIe"),
+    ({"name": "NVIDIA A100-SXM4-80GB"}, "A100 SXM4 80GB"),
+    ({"name": "Tesla V100-SXM2-16GB"}, "V100 SXM2"),
+    ({"name": "NVIDIA B200"}, "B200"),
+    ({"name": "AMD Instinct MI300X"}, "MI300X"),
+    ({"name": "AMD Instinct MI250X", "numSms": 110}, "MI250X (one GCD)"),
+    # ROCm's generic name: the CU count of a CDNA part decides (the HTA corpus's MI250 trace)
+    ({"name": "AMD Radeon Graphics", "numSms": 104, "computeMajor": 9}, "MI250 (one GCD)"),
+    ({"name": "AMD Radeon Graphics", "numSms": 12, "computeMajor": 11}, None),
+    ({"name": "NVIDIA GeForce RTX 4090"}, None),
+])
+def test_device_table_lookup(props: dict[str, Any], want: str | None) -> None:
+    from traceprobe.efficiency.devices import roof_of
+
+    r = roof_of(props)
+    assert (r.name if r else None) == want

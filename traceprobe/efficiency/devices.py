@@ -1,8 +1,11 @@
 """The device table: each GPU's dense peak rate per dtype and its memory bandwidth, as data.
 
-A trace names its GPUs in ``deviceProperties`` (``name``, and ``numSms`` on NVIDIA, the
-compute-unit count on ROCm); :func:`roof_of` finds the first entry of :data:`TABLE` whose
+A trace names its GPUs in ``deviceProperties`` (``name``, and ``numSms``: SMs on NVIDIA,
+compute units on ROCm); :func:`roof_of` finds the first entry of :data:`TABLE` whose
 pattern matches the name and, when the entry lists a count of SMs, whose count matches too.
+ROCm may name an Instinct GPU only "AMD Radeon Graphics": then the compute-unit count
+decides (104: one MI250 die, 110: one MI250X die, 228: MI300A, 304: MI300X), and
+``computeMajor`` must be 9 (CDNA).
 Unknown devices get no roof: the report says so and gives the rates without one.
 
 Figures are the vendors' datasheet peaks for **dense** math (the "with sparsity" figures
@@ -89,10 +92,10 @@ TABLE: tuple[tuple[str, int | None, Roof], ...] = (
         "NVIDIA H200 datasheet"),
     _nv("B200", r"B200", None, 40, 80, 1100, 2250, 2250, 4500, 4500, 8000,
         "NVIDIA HGX B200 datasheet (per GPU)"),
-    _amd("MI250X (one GCD)", r"MI250X|gfx90a", 110, 23.95, 23.95, 47.85, None, 191.5, None,
-         191.5, 1638.4, "AMD Instinct MI250X datasheet, halved per GCD"),
-    _amd("MI250 (one GCD)", r"MI250|gfx90a", 104, 22.65, 22.65, 45.25, None, 181.05, None,
-         181.05, 1638.4, "AMD Instinct MI250 datasheet, halved per GCD"),
+    _amd("MI250X (one GCD)", r"MI250X|gfx90a|AMD Radeon Graphics", 110, 23.95, 23.95, 47.85,
+         None, 191.5, None, 191.5, 1638.4, "AMD Instinct MI250X datasheet, halved per GCD"),
+    _amd("MI250 (one GCD)", r"MI250|gfx90a|AMD Radeon Graphics", 104, 22.65, 22.65, 45.25,
+         None, 181.05, None, 181.05, 1638.4, "AMD Instinct MI250 datasheet, halved per GCD"),
     _amd("MI250X", r"MI250X", None, 47.9, 47.9, 95.7, None, 383, None, 383, 3276.8,
          "AMD Instinct MI250X datasheet"),
     _amd("MI250", r"MI250", None, 45.3, 45.3, 90.5, None, 362.1, None, 362.1, 3276.8,
@@ -103,6 +106,10 @@ TABLE: tuple[tuple[str, int | None, Roof], ...] = (
          "AMD Instinct MI325X datasheet"),
     _amd("MI300X", r"MI300|gfx942", None, 81.7, 163.4, 163.4, 653.7, 1307.4, 2614.9, 2614.9,
          5300, "AMD Instinct MI300X datasheet"),
+    _amd("MI300A", r"AMD Radeon Graphics", 228, 61.3, 122.6, 122.6, 490.3, 980.6, 1961.2,
+         1961.2, 5300, "AMD Instinct MI300A datasheet"),
+    _amd("MI300X", r"AMD Radeon Graphics", 304, 81.7, 163.4, 163.4, 653.7, 1307.4, 2614.9,
+         2614.9, 5300, "AMD Instinct MI300X datasheet"),
 )
 
 
@@ -120,6 +127,9 @@ def roof_of(props: Mapping[str, Any]) -> Roof | None:
     if not name:
         return None
     sms = _count(props)
+    generic = "radeon graphics" in name.lower()
+    if generic and props.get("computeMajor") != 9:
+        return None  # an integrated or consumer GPU, not an Instinct part
     for pattern, count, roof in TABLE:
         if re.search(pattern, name, re.IGNORECASE) and (count is None or count == sms):
             return roof
