@@ -7,14 +7,17 @@ op by ``External id``), on an "NVIDIA H200" (67 TFLOP/s fp32, 494.7 TF32, 4,800 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tracebuild import TraceBuilder
 from traceprobe.efficiency import efficiency, kernel_factors
 from traceprobe.efficiency.kernels import tensor_core
-from traceprobe.efficiency.work import work
+from traceprobe.efficiency.work import FORMULAS, work
 from traceprobe.load import from_document
 
 H200_FP32, H200_TF32, H200_BW = 67e12, 494.7e12, 4800e9
@@ -89,8 +92,6 @@ F = "float"
 ])
 def test_work_by_hand(name: str, dims: list[Any], types: list[str],
                       concrete: list[str] | None, flops: float, nbytes: float) -> None:
-    import json
-
     w = work(name, json.dumps(dims), json.dumps(types), json.dumps(concrete or [""] * len(dims)))
     assert (w.flops, w.bytes) == (flops, nbytes)
 
@@ -202,3 +203,18 @@ def test_device_table_lookup(props: dict[str, Any], want: str | None) -> None:
 
     r = roof_of(props)
     assert (r.name if r else None) == want
+
+
+
+_JSONISH = st.recursive(
+    st.one_of(st.integers(-3, 3),
+              st.sampled_from(["float", "", "Scalar", "[1, 1]", "True", "c10::BFloat16"])),
+    lambda c: st.lists(c, max_size=4), max_leaves=12)
+
+
+@given(name=st.sampled_from(sorted(FORMULAS)), dims=_JSONISH, types=_JSONISH,
+       concrete=_JSONISH)
+def test_any_recorded_inputs_give_work_or_none_never_an_error(name: str, dims: Any, types: Any,
+                                                              concrete: Any) -> None:
+    w = work(name, json.dumps(dims), json.dumps(types), json.dumps(concrete))
+    assert w.flops is None or w.flops == w.flops  # a number or unknown, never NaN

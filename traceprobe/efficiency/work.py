@@ -434,10 +434,13 @@ def work(name: str, dims: str, types: str, concrete: str) -> Work:
     entry = FORMULAS.get(name)
     if entry is None or not dims:
         return Work(cat, None, None, _dtype_only(dims, types, concrete))
-    x = Inputs.parse(dims, types, concrete)
+    try:
+        x = Inputs.parse(dims, types, concrete)
+    except (ValueError, TypeError):
+        return Work(cat, None, None, "")
     try:
         flops, nbytes = entry[1](x)
-    except (_Unknown, ValueError, TypeError, IndexError):
+    except (_Unknown, ValueError, TypeError, IndexError, ZeroDivisionError):
         return Work(cat, None, None, x.dtype())
     return Work(cat, float(flops), float(nbytes), x.dtype())
 

@@ -132,7 +132,8 @@ def rescale_gpu_rows(g: Graph, p: Plan, tl: Timeline, factor: np.ndarray) -> Non
     gpu = np.flatnonzero(g.ntype == GPU)
     if not len(gpu) or not len(tl.gpu):
         return
-    lanes = np.array([g.lanes[int(ln)][2] for ln in g.lane[gpu]], np.int64)
+    lane_stream = np.array([int(ln[2]) for ln in g.lanes], np.int64)  # one per lane
+    lanes = lane_stream[g.lane[gpu]]
     nodes = pd.DataFrame({"device": g.device[gpu], "stream": lanes, "start": g.start[gpu],
                           "end": g.end[gpu], "node": gpu})
     rows = pd.DataFrame({"device": tl.gpu["device"].to_numpy(), "stream":
