@@ -7,8 +7,9 @@ its roof**: a row of roof time ``t_roof`` (:mod:`.roofline`) measured at ``t`` r
 
 * ``tf32``: fp32 GEMM and convolution rows off tensor cores; the peak becomes the TF32 one
   (AMD: matrix-core fp32); bytes unchanged.
-* ``bf16`` (``torch.autocast``): fp32 GEMM, convolution and attention rows (autocast casts
-  their inputs); the peak becomes bf16's and the bytes halve.
+* ``bf16`` (``torch.autocast``): fp32 GEMM, convolution and attention rows, on tensor cores
+  (TF32, 3xTF32) or not (autocast casts their inputs whatever the fp32 math mode); the peak
+  becomes bf16's and the bytes halve.
 * ``roof:REGEX=S``: the kernels whose name matches run at share S of their row's roof:
   ``t' = t_roof / S`` for their share of the row's time.
 
@@ -50,9 +51,10 @@ def precision(rows: pd.DataFrame, roof: Roof | None, target: str) -> Rescale:
     factor = np.ones(len(rows))
     if roof is None or _target_key(target, roof) not in roof.peaks:
         return Rescale(factor, 0, 0)
+    tc = rows["tensor_core"].to_numpy(bool)
     hit = (rows["category"].isin(TARGETS[target]).to_numpy()
-           & (rows["dtype"].to_numpy() == "fp32") & ~rows["tensor_core"].to_numpy(bool)
-           & (rows["time_ns"].to_numpy() > 0))
+           & (rows["dtype"].to_numpy() == "fp32") & (rows["time_ns"].to_numpy() > 0)
+           & (~tc if target == "tf32" else True))
     known = hit & rows["roof_ns"].notna().to_numpy() & (rows["roof_ns"].to_numpy() > 0)
     peak = roof.peaks[_target_key(target, roof)] * 1e12
     f = rows["flops"].to_numpy(float)

@@ -26,8 +26,8 @@ the order given.
 ``kernels:REGEX=F``
     Kernels whose name matches REGEX (``re.search``) run F times faster.
 ``precision:tf32|bf16``
-    fp32 GEMM and convolution kernels off tensor cores (bf16: attention too) as if run at
-    the target precision: each op shape's kernels scaled by the ratio of its roof time at
+    fp32 GEMM and convolution kernels off tensor cores (bf16: also attention, and fp32 kernels
+    on tensor cores, TF32 or 3xTF32) as if run at the target precision: each op shape's kernels scaled by the ratio of its roof time at
     the new precision to its roof time now, keeping its achieved share of the roof
     (:mod:`traceprobe.efficiency.precision`; needs recorded shapes and a known device).
 ``roof:REGEX=S``
