@@ -27,9 +27,10 @@ the order given.
     Kernels whose name matches REGEX (``re.search``) run F times faster.
 ``precision:tf32|bf16``
     fp32 GEMM and convolution kernels off tensor cores (bf16: also attention, and fp32 kernels
-    on tensor cores, TF32 or 3xTF32) as if run at the target precision: each op shape's kernels scaled by the ratio of its roof time at
-    the new precision to its roof time now, keeping its achieved share of the roof
-    (:mod:`traceprobe.efficiency.precision`; needs recorded shapes and a known device).
+    on tensor cores, TF32 or 3xTF32) as if run at the target precision: each op shape's
+    kernels scaled by the ratio of its roof time at the new precision to its roof time now,
+    keeping its achieved share of the roof (:mod:`traceprobe.efficiency.precision`; needs
+    recorded shapes and a known device).
 ``roof:REGEX=S``
     Kernels whose name matches REGEX run at share S (0 < S <= 1) of their op shape's roof
     (never slower than measured).
