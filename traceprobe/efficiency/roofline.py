@@ -8,7 +8,7 @@ For a row with FLOPs ``F``, bytes ``B`` and summed kernel time ``t`` on a device
     bound = "compute" when F / P >= B / W, else "memory"
 
 (the roof fraction equals achieved / min(P, intensity x W), the classic roofline). The peak
-key: a GEMM, convolution or attention row whose kernels run mostly on tensor cores uses its
+key: a GEMM, convolution or attention row with a kernel on tensor cores uses its
 dtype's tensor-core peak (fp32 there means TF32 on NVIDIA, the matrix-core fp32 on AMD);
 every other row the non-tensor fp32 (fp64 for fp64) peak.
 """
@@ -42,7 +42,9 @@ def with_roof(groups: pd.DataFrame, roof: Roof | None) -> pd.DataFrame:
         g["tflops"] = np.where(t > 0, f / t / 1e12, np.nan)
         g["gbs"] = np.where(t > 0, b / t / 1e9, np.nan)
         g["intensity"] = np.where(b > 0, f / b, np.nan)
-    tc = g["tc_ns"].to_numpy(float) * 2 > g["time_ns"].to_numpy(float)
+    # any kernel on tensor cores: an op's other kernels are helpers (layout transforms,
+    # split-K reductions) that do none of its math
+    tc = g["tc_ns"].to_numpy(float) > 0
     g["tensor_core"] = tc
     if roof is None:
         g["peak_key"] = ""
