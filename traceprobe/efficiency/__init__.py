@@ -175,7 +175,10 @@ def kernel_factors(tl: Timeline, scenario: str) -> tuple[np.ndarray, str]:
             return out, f"{scenario}: the device is not in the device table; nothing rescaled"
         r = precision(rows, roof, arg)
         out[has] = r.factor[kg[has]]
-        note = f"{scenario}: {r.matched} fp32 op shapes rescaled to {arg}"
+        dur = (tl.gpu["end"].to_numpy() - tl.gpu["start"].to_numpy()).astype(float)
+        note = (f"{scenario}: {r.matched} fp32 op shapes rescaled to {arg}; kernel time "
+                f"{dur[has].sum() / 1e6:.4g} ms -> {(dur * out)[has].sum() / 1e6:.4g} ms "
+                "(a step the host does not wait for keeps its length)")
         if r.unknown:
             note += f"; {r.unknown} left as measured (no shapes: record_shapes=True)"
         return out, note
