@@ -192,10 +192,12 @@ def make_report() -> dict[str, Any]:
             ],
         },
         "efficiency": {
-            "device": "NVIDIA H200", "shapes": True, "kernel_us": 8000.0,
+            "device": "NVIDIA H200",
             "roof": {"name": "H200 SXM", "vendor": "nvidia",
-                     "peaks_tflops": {"fp32": 67.0, "tf32": 494.7},
+                     "peaks_tflops": {"fp64": 34.0, "fp32": 67.0, "tf32": 494.7, "bf16": 989.4,
+                                      "fp16": 989.4, "fp8": 1978.9, "int8": 1978.9},
                      "bandwidth_gbs": 4800.0, "source": "NVIDIA H200 datasheet"},
+            "shapes": True, "kernel_us": 8000.0,
             "tensor_core_fraction": 0.0, "gemm_roof_fraction": 0.5,
             "categories": [{"category": "gemm", "kernels": 10, "time_us": 8000.0,
                             "tensor_core_us": 0.0, "known_us": 8000.0, "flops": 2.68e14,
@@ -224,7 +226,7 @@ def make_report() -> dict[str, Any]:
 
 def make_step(report: dict[str, Any], step: int, start: float, span: float) -> dict[str, Any]:
     """A per-step object of ``--step all``: the report's keys minus steps and headlines."""
-    per_trace = ("steps", "headlines", "warnings")
+    per_trace = ("steps", "headlines", "warnings", "efficiency")
     s = copy.deepcopy({k: v for k, v in report.items() if k not in per_trace})
     s["window"] = {"start_us": start, "end_us": start + span, "step": step, "basis": "step"}
     s["span_us"] = span
@@ -325,7 +327,8 @@ def test_fixture_follows_the_schema():
     assert key_paths({k: v for k, v in r.items() if k != "steps"}) == [
         p for p in want if not p.startswith("steps")
     ]
-    top_level = [p for p in want if p.split(".")[0] not in ("steps", "headlines", "warnings")]
+    top_level = [p for p in want
+                 if p.split(".")[0] not in ("steps", "headlines", "warnings", "efficiency")]
     assert key_paths(r["steps"][0]) == top_level
 
 

@@ -141,3 +141,16 @@ def test_report_sections_csv_chart_and_check_names(tmp_path: Path) -> None:
 def test_check_name_without_the_section_is_undefined() -> None:
     m = measure({"trace": "t"}, "gemm_roof_fraction")
     assert m.value is None and "efficiency" in m.note
+
+
+def test_a_filled_efficiency_section_has_the_documented_shape() -> None:
+    """docs/REPORT_SCHEMA.md's efficiency object, precision and modules filled (an fp32
+    transformer recorded with_modules on an H200)."""
+    from test_report import assert_shape, schema_example
+    from traceprobe.load import load
+
+    folder = Path(__file__).resolve().parents[2] / "sample_traces/h200/real-loops"
+    d = analyze(load(next((folder / "transformer-fp32-modules").glob("*.gz")))).to_dict()
+    e = d["efficiency"]
+    assert e["precision"] is not None and e["modules"] is not None
+    assert_shape(e, schema_example()["efficiency"], "$.efficiency")
