@@ -152,12 +152,12 @@ def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attributio
     gfirst = sub[first]
     ng = len(gfirst)
     kn_names = gpu["name"].to_numpy(object)[k_rows] if len(k_rows) else np.zeros(0, object)
-    tc, kcat = kn.per_name(kn_names)
+    tc, kcat, name_code = kn.per_name(kn_names)
     comm = gpu["comm"].to_numpy(bool)[k_rows] if len(k_rows) else np.zeros(0, bool)
     # kernels with no op: groups by kernel name, after the op groups
     orphan = kop < 0
-    o_codes, o_uniq = pd.factorize(kn_names[orphan]) if orphan.any() else (
-        np.zeros(0, np.int64), np.zeros(0, object))
+    o_codes, o_first = _codes(name_code[orphan])
+    o_uniq = kn_names[orphan][o_first]
     kgroup = np.empty(len(k_rows), np.int64)
     kgroup[~orphan] = gid[kop[~orphan]]
     kgroup[orphan] = ng + o_codes

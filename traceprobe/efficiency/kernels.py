@@ -58,11 +58,12 @@ def category(name: str) -> str:
     return OTHER
 
 
-def per_name(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(tensor_core bool, category object) per row, each distinct name judged once."""
+def per_name(names: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tensor_core bool, category object, name code) per row, each distinct name judged
+    once (the codes number the distinct names in order of appearance)."""
     if not len(names):
-        return np.zeros(0, bool), np.zeros(0, object)
+        return np.zeros(0, bool), np.zeros(0, object), np.zeros(0, np.int64)
     inv, uniq = pd.factorize(names)
     tc = np.array([tensor_core(str(n)) for n in uniq], bool)
     cat = np.array([category(str(n)) for n in uniq], object)
-    return tc[inv], cat[inv]
+    return tc[inv], cat[inv], inv.astype(np.int64)
