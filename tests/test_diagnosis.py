@@ -113,7 +113,7 @@ def _sweep_causes(doc: dict) -> tuple[dict[str, float], float]:
             elif cover:
                 cause = _inner(cover)["name"]
             else:
-                cause = "host idle"
+                cause = "Python (untraced)"
             out[cause] = out.get(cause, 0.0) + 0.5
         t += 0.5
     return out, idle

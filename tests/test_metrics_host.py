@@ -41,7 +41,7 @@ def test_host_idle_attribution_with_stream_synchronize() -> None:
     assert (sync.name, sync.kind, sync.ns, sync.calls) == ("synchronization", "sync", 25, 2)
     assert [(c.name, c.ns) for c in sync.children] == [("cudaStreamSynchronize", 18),
                                                          ("aten::item", 7)]
-    assert (idle.name, idle.kind, idle.ns, idle.calls) == ("host idle", "host_idle", 16, 2)
+    assert (idle.name, idle.kind, idle.ns, idle.calls) == ("Python (untraced)", "host_idle", 16, 2)
     assert (mm.name, mm.kind, mm.ns) == ("aten::mm", "cpu_op", 2)  # tie: CPU ops first
     assert (launch.name, launch.kind, launch.ns) == ("cudaLaunchKernel", "runtime", 2)
     assert sum(c.ns for c in h.causes) == h.idle_ns
