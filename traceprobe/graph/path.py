@@ -7,17 +7,29 @@ that op). Each node contributes the part of the path it covers, each binding del
 time between its predecessor and the node, so the pieces tile the window exactly:
 ``length == window end - window start``. Categories of the breakdown:
 
-==============  ================================================================
-``cpu_op``      host time between two calls covered by a CPU op
-``dataloader``  the same, inside an op whose name names a DataLoader
-``runtime``     a CUDA runtime/driver call, and a launch's latency (call start ->
-                its op's start)
-``kernel``      a kernel (not a collective)
-``communication`` an NCCL/RCCL kernel
-``copy``        a memcpy or memset
-``sync_wait``   a host wait, from the GPU op it waited for to its return
-``idle``        host time outside every CPU op; GPU queue gaps between ops
-==============  ================================================================
+==================  ============================================================
+``kernel``          a kernel (not a collective)
+``communication``   an NCCL/RCCL kernel
+``copy``            a memcpy or memset
+``sync_wait``       a host wait (a sync call, a blocking copy, a launch that waited for
+                    a launch-queue slot), from the GPU op it waited for to its return
+``dataloader``      host time inside a DataLoader range (the host account's class)
+``optimizer``       host time inside an ``Optimizer.*`` range
+``sync``            a sync call's own time (``cudaDeviceSynchronize``, ``.item()``...)
+``runtime``         a CUDA runtime/driver call; a launch's latency (call start -> its
+                    op's start)
+``cpu_op``          a CPU op's self time
+``region``          a user ``record_function`` range with no event inside
+``python``          "Python (untraced)": the thread had no event
+``idle``            GPU time between ops that no op, host call or hand-off explains
+==================  ============================================================
+
+Every host piece (a call, the time between two calls of a thread, a hand-off between
+threads) is cut by the host account of its thread (:func:`traceprobe.metrics.regions.account`;
+a hand-off piece by its predecessor's thread, its successor's where the predecessor had no
+event), so the host categories are those of the idle causes and the step breakdown.
+``bound_by`` is ``"GPU"`` when the GPU categories (kernel, communication, copy,
+sync_wait) hold the most time of any group, else the largest other category.
 """
 
 from __future__ import annotations
@@ -26,11 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from traceprobe.graph.model import GAP_KINDS, GPU, HOST, KERNEL, Graph
-from traceprobe.graph.replay import C_HOST, C_LAUNCH, END, Replay
+from traceprobe.graph.model import GPU, HOST, KERNEL, Graph
+from traceprobe.graph.replay import C_HAND, C_HOST, C_LAUNCH, END, Replay
+from traceprobe.metrics.regions import UNTRACED
 
-CATEGORIES = ("cpu_op", "runtime", "kernel", "copy", "communication", "sync_wait",
-              "dataloader", "idle")
+CATEGORIES = ("kernel", "communication", "copy", "sync_wait", "dataloader", "optimizer",
+              "sync", "runtime", "cpu_op", "region", "python", "idle")
+GPU_CATEGORIES = ("kernel", "communication", "copy", "sync_wait")
+HOST_PIECE, HAND_PIECE = "@host", "@hand"  # resolved by the host account
 
 Piece = tuple[int, int, str, str]  # start ns, end ns, kind, name
 
@@ -56,9 +71,10 @@ class _Lists:
         self.bind, self.ebind = _view(rp.bind), _view(rp.ebind)
         self.pred, self.ref, self.ctype = _view(rp.pred), _view(rp.ref), _view(rp.ctype)
         self.gpu = _view(g.ntype == GPU)
-        self.gap = [GAP_KINDS[k] for k in g.gap_kind.tolist()]
+        self.lane = _view(g.lane)
         self.kind = _kinds(g)
         self.name = g.name.tolist()
+        self.accounts = g.accounts
 
 
 def _view(a: np.ndarray) -> memoryview:
@@ -81,7 +97,7 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
     c = int(end_time)
     i = int(end_node)
     if c > L.E[i]:
-        out.append((max(L.E[i], lo), c, "idle", "after the last call"))
+        out.append((max(L.E[i], lo), c, *_host_or_idle(L, i, "after the last call")))
         c = L.E[i]
     guard = len(g) * 3 + 10
     while c > lo and i >= 0 and guard:
@@ -97,13 +113,12 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
             continue
         s = L.S[i]
         if c > s:
-            out.append((max(s, lo), c, L.kind[i], str(L.name[i])))
+            out.append((max(s, lo), c, *_host_or_idle(L, i, str(L.name[i]), L.kind[i])))
             c = s
         k = L.bind[i]
         if k < 0:
             if c > lo:
-                kind = "idle" if L.gpu[i] else L.gap[i]
-                out.append((lo, c, kind, f"before {L.name[i]}"))
+                out.append((lo, c, *_host_or_idle(L, i, f"before {L.name[i]}")))
             c = lo
             break
         q = L.pred[k]
@@ -111,7 +126,9 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
         if c > t:
             ct = L.ctype[k]
             if ct == C_HOST:
-                kind, label = L.gap[i], f"host before {L.name[i]}"
+                kind, label = HOST_PIECE, str(L.lane[i])
+            elif ct == C_HAND:
+                kind, label = HAND_PIECE, f"{L.lane[q]} {L.lane[i]}"
             elif ct == C_LAUNCH:
                 kind, label = "runtime", f"launch latency of {L.name[i]}"
             else:
@@ -120,7 +137,39 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
             c = t
         i = q
     out.reverse()
-    return _merge(out)
+    return _merge(_resolve(out, L.accounts))
+
+
+def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[str, str]:
+    """A piece of node ``i`` (or before or after it): a host node's goes to its thread's
+    account; a GPU node's keeps ``kind``."""
+    if L.gpu[i]:
+        return kind, label
+    return HOST_PIECE, str(L.lane[i])
+
+
+def _resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Piece]:
+    """Host and hand-off pieces cut by the host account (module docstring)."""
+    out: list[Piece] = []
+    for s, e, k, n in pieces:
+        if k == HOST_PIECE:
+            out += _cut(accounts.get(int(n)), s, e)
+        elif k == HAND_PIECE:
+            a, b = (int(x) for x in n.split())
+            first = _cut(accounts.get(a), s, e)
+            for ps, pe, pk, pn in first:
+                out += _cut(accounts.get(b), ps, pe) if pk == "python" else [(ps, pe, pk, pn)]
+        else:
+            out.append((s, e, k, n))
+    return out
+
+
+def _cut(acc: Any, s: int, e: int) -> list[Piece]:
+    if e <= s:
+        return []
+    if acc is None:
+        return [(s, e, "python", UNTRACED)]
+    return list(acc.pieces(s, e))
 
 
 def _merge(pieces: list[Piece]) -> list[Piece]:
@@ -141,7 +190,7 @@ def summary(pieces: list[Piece], lo: int, hi: int, shift: int = 0) -> dict[str, 
     br = dict.fromkeys(CATEGORIES, 0)
     for s, e, k, _ in pieces:
         br[k] += e - s
-    top = max(CATEGORIES, key=lambda k: br[k]) if hi > lo else None
+    top = _bound_by(br) if hi > lo else None
     return {
         "length_us": (hi - lo) / 1000,
         "bound_by": top,
@@ -151,6 +200,15 @@ def summary(pieces: list[Piece], lo: int, hi: int, shift: int = 0) -> dict[str, 
             for s, e, k, n in pieces
         ],
     }
+
+
+def _bound_by(br: dict[str, int]) -> str:
+    """"GPU" when the GPU categories together hold more than any other category, else
+    the largest category (ties: the first in CATEGORIES)."""
+    gpu = sum(br[k] for k in GPU_CATEGORIES)
+    rest = [k for k in CATEGORIES if k not in GPU_CATEGORIES]
+    top = max(rest, key=lambda k: br[k])
+    return "GPU" if gpu >= br[top] and gpu > 0 else top
 
 
 def window_end(g: Graph, rp: Replay) -> tuple[int, int]:

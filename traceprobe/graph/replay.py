@@ -21,8 +21,8 @@ from traceprobe.graph.delays import stream_prev as _stream_prev
 from traceprobe.graph.model import GPU, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph
 
 END, START = 0, 1
-C_HOST, C_LAUNCH, C_STREAM, C_RESOURCE, C_DEP, C_WAIT = range(6)
-CONSTRAINT_NAMES = ("host", "launch", "stream", "resource", "dep", "wait")
+C_HOST, C_LAUNCH, C_STREAM, C_RESOURCE, C_DEP, C_WAIT, C_HAND = range(7)
+CONSTRAINT_NAMES = ("host", "launch", "stream", "resource", "dep", "wait", "handoff")
 
 
 @dataclass
@@ -95,6 +95,8 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
     if p.deps:
         a = np.array(p.deps, np.int64)
         add(a[:, 0], a[:, 1], END, a[:, 2], C_DEP)
+    if len(g.hand):
+        add(g.hand[:, 0], g.hand[:, 1], END, g.hand[:, 2], C_HAND)
     one = np.flatnonzero((g.sync == SYNC_ONE) & p.wait_kept)
     add(one, g.wait[one], END, g.post[one], C_WAIT, True)
     dev = np.flatnonzero((g.sync == SYNC_DEVICE) & p.wait_kept)
@@ -114,7 +116,10 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
 def replay(g: Graph, p: Plan) -> Replay:
     succ, pred, ref, delay, ctype, is_end = constraints(g, p)
     n = len(g)
-    o = np.lexsort((is_end, succ))
+    # within a node's constraints the one released last comes first: it wins a tie (the
+    # path follows the work that finished last, not a stream that drained long before)
+    released = np.where(ref == END, g.end[pred], g.start[pred])
+    o = np.lexsort((-released, is_end, succ))
     succ, pred, ref, delay, ctype, is_end = (a[o] for a in (succ, pred, ref, delay, ctype, is_end))
     fixed = _measured_fixed_point(g, p, succ, pred, ref, delay, ctype, is_end)
     if fixed is not None:

@@ -175,7 +175,7 @@ def comm_overlap(g: Graph, p: Plan) -> None:
 
 
 def no_host_sync(g: Graph, p: Plan) -> None:
-    waits = np.flatnonzero((g.sync != NO_SYNC) & p.wait_kept)
+    waits = np.flatnonzero((g.sync != NO_SYNC) & p.wait_kept & ~g.queued)
     dropped = 0
     for c in waits.tolist():
         ln = g.lane[c]
