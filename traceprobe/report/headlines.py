@@ -193,14 +193,17 @@ def _launch(r: Report) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = []
     bound = [g for g in r.host.kernel_gaps if g.launch_bound]
     for g in bound[:MAX_LAUNCH_BOUND]:
-        out.append((g.host_late_gaps * (g.host_late_p50_ns or 0),
-            f"Kernels on {_gpu(g.device)} stream {g.stream} are launch-bound: median kernel "
+        share = percent(g.host_late_ns / r.span_ns if r.span_ns else None)
+        out.append((g.host_late_ns,
+            f"Kernels on {_gpu(g.device)} stream {g.stream} are launch-bound: "
+            f"{g.host_late_gaps} of {g.gaps} gaps waited for the host, "
+            f"{duration(g.host_late_ns)}, {share} of the window (median kernel "
             f"{duration(g.kernel_p50_ns or 0)}, median host-late gap "
-            f"{duration(g.host_late_p50_ns or 0)} over {g.host_late_gaps} gaps"
+            f"{duration(g.host_late_p50_ns or 0)})"
         ))
     if len(bound) > MAX_LAUNCH_BOUND:
         more = len(bound) - MAX_LAUNCH_BOUND
-        stake = sum(g.host_late_gaps * (g.host_late_p50_ns or 0) for g in bound[MAX_LAUNCH_BOUND:])
+        stake = sum(g.host_late_ns for g in bound[MAX_LAUNCH_BOUND:])
         out.append((stake, f"{more} more stream{' is' if more == 1 else 's are'} launch-bound"))
     lat = r.host.launch_latency
     n = lat.unqueued_count
