@@ -395,6 +395,7 @@ def test_figures_md_worked_example() -> None:
             "launch_bound": False,
             "host_late_gaps": 0,  # relu's launch [2,3) came before gemm began at 3
             "host_late_p50_us": None,
+            "host_late_us": 0.0,
         }
     ]
     assert d["serial"] == {

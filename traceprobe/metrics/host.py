@@ -250,12 +250,15 @@ def _stream_drained_at(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
 
 
 def kernel_gaps(
-    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None = None
+    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None = None,
+    window: tuple[int, int] | None = None,
 ) -> tuple[KernelGaps, ...]:
     """Per (device, stream) with at least two kernels: gaps between consecutive kernels,
     which of them were host-late, and whether the stream is launch-bound (module docstring).
-    ``cpu`` gives the launching calls; without it no gap is host-late."""
-    return kernel_gaps_by_window(gpu, devices, cpu, 1)[0]
+    ``cpu`` gives the launching calls; without it no gap is host-late. ``window`` (ns): its
+    bounds, for the launch-bound tests that need its length."""
+    return kernel_gaps_by_window(gpu, devices, cpu,
+                                 Windows.one(*window) if window is not None else 1)[0]
 
 
 def kernel_gaps_by_window(
