@@ -36,9 +36,16 @@ class StepResult:
     predicted_us: float
     critical_path: dict[str, Any]  # of the predicted replay
     measured_path: dict[str, Any]  # of the unchanged replay
+    period_us: float | None = None  # the unchanged replay's period (:mod:`.period`)
+    predicted_period_us: float | None = None
+    gpu_bound: bool = False  # the GPU span sets the measured period
+    holds: bool = True  # False: the step's path waits on something the model does not see
+    why: str = ""  # what, when it does not hold
 
     @property
     def speedup(self) -> float | None:
+        if self.period_us is not None and self.predicted_period_us:
+            return self.period_us / self.predicted_period_us
         return self.measured_us / self.predicted_us if self.predicted_us > 0 else None
 
 
@@ -59,7 +66,11 @@ class WhatIf:
                     "measured_us": w.measured_us,
                     "replayed_us": w.replayed_us,
                     "predicted_us": w.predicted_us,
-                    "speedup": w.speedup,
+                    "period_us": w.period_us,
+                    "predicted_period_us": w.predicted_period_us,
+                    "speedup": w.speedup if w.holds else None,
+                    "model_holds": w.holds,
+                    "why_not": w.why or None,
                     "critical_path": w.critical_path,
                     "measured_critical_path": w.measured_path,
                 }
@@ -141,6 +152,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     """
     from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
+    from traceprobe.graph.period import period, unmodelled
     from traceprobe.graph.replay import Plan, replay
     from traceprobe.graph.scenarios import parse, plan
 
@@ -175,7 +187,12 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
         for n, s, e in rows:
             cb, cp = _step(g, base, s, e, lb), _step(g, pred, s, e, lp)
             measured = (int(g.start[e]) - int(g.start[s])) / 1000
-            out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb))
+            hb, gb = period(g, base, s, e)
+            hp, gp = period(g, pred, s, e)
+            why = unmodelled(cb, gb > hb)
+            out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb,
+                                  max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
+                                  not why, why))
     return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
 
 

@@ -80,21 +80,27 @@ def queue_waits(g: Graph) -> None:
     op launched before it that ended last before it returned (the completion that freed
     the slot); its own cost is the median launch call."""
     calls = np.flatnonzero((g.ntype == HOST) & g.launches & (g.sync == NO_SYNC))
-    gpu = np.flatnonzero((g.ntype == GPU) & (g.launch >= 0))
+    gpu = np.flatnonzero(g.ntype == GPU)
     if not len(calls) or len(gpu) < QUEUE_FULL:
         return
     cs, ce = g.start[calls], g.end[calls]
     dur = ce - cs
     typical = int(np.median(dur))
-    lst = np.sort(g.start[g.launch[gpu]])
+    # an op whose launch the trace lacks (issued before the profiler recorded calls, as the
+    # queue's backlog is after a warm-up) was launched before every call
+    issued = np.where(g.launch[gpu] >= 0, g.start[np.maximum(g.launch[gpu], 0)],
+                      np.iinfo(np.int64).min)
+    lst = np.sort(issued)
     by_end = gpu[np.argsort(g.end[gpu], kind="stable")]
     ends = g.end[by_end]
+    issued_at = np.full(len(g), np.iinfo(np.int64).min, np.int64)
+    issued_at[gpu] = issued
     outstanding = np.searchsorted(lst, cs, side="left") - np.searchsorted(ends, cs, side="right")
     full = np.flatnonzero((outstanding >= QUEUE_FULL) & (dur > 2 * typical))
     for r in full.tolist():
         c = int(calls[r])
         k = int(np.searchsorted(ends, ce[r], side="right")) - 1
-        while k >= 0 and g.start[g.launch[by_end[k]]] >= cs[r]:
+        while k >= 0 and issued_at[by_end[k]] >= cs[r]:
             k -= 1
         if k < 0 or ends[k] <= cs[r]:
             continue

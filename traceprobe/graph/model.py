@@ -57,7 +57,8 @@ GAP_IDLE, GAP_CPU, GAP_LOADER = 0, 1, 2
 GAP_KINDS = ("idle", "cpu_op", "dataloader")
 
 CALL_KINDS = ("cuda_runtime", "cuda_driver")
-QUEUE_FULL = 1000  # ops in flight when a launch blocks on a full launch queue (CUDA's holds 1024)
+QUEUE_FULL = 768  # ops in flight: a launch queue near full (CUDA holds 1024 entries; the trace
+# counts kernels, copies and memsets, not the event records that share the queue)
 UNEXPLAINED_NS = 10_000  # an op starting >10 µs after all its known constraints waited on something
 TOLERANCE_NS = 1_000
 DEFAULT_LAUNCH_NS = 5_000

@@ -36,6 +36,9 @@ class Plan:
     wait_kept: np.ndarray
     d_launch: np.ndarray
     launch: np.ndarray  # the host call each GPU op is issued by (-1: none known)
+    d_stream: np.ndarray
+    d_res: np.ndarray
+    hand: np.ndarray  # the graph's hand-offs (succ, pred, delay), as a scenario left them
     deps: list[tuple[int, int, int]] = field(default_factory=list)  # (succ, pred, delay ns)
     no_inferred: np.ndarray | None = None  # drop the inferred dep of these nodes
     notes: list[str] = field(default_factory=list)
@@ -46,6 +49,7 @@ class Plan:
         return cls(
             dur=dur.astype(np.int64), gap=g.gap.copy(), lane=g.lane.copy(), lanes=list(g.lanes),
             wait_kept=g.sync != NO_SYNC, d_launch=g.d_launch.copy(), launch=g.launch.copy(),
+            d_stream=g.d_stream.copy(), d_res=g.d_res.copy(), hand=g.hand.copy(),
         )
 
     def new_lane(self, label: tuple) -> int:
@@ -84,10 +88,10 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
     add(lch, p.launch[lch], START, p.d_launch[lch], C_LAUNCH)
     sp = _stream_prev(g, ops, p.lane[ops])
     k = sp >= 0
-    add(ops[k], sp[k], END, g.d_stream[ops[k]], C_STREAM)
+    add(ops[k], sp[k], END, p.d_stream[ops[k]], C_STREAM)
     rp = resource_prev(g, ops, g.fills[ops])
     k = rp >= 0
-    add(ops[k], rp[k], END, g.d_res[ops[k]], C_RESOURCE)
+    add(ops[k], rp[k], END, p.d_res[ops[k]], C_RESOURCE)
     dep = ops[g.dep[ops] >= 0]
     if p.no_inferred is not None:
         dep = dep[~p.no_inferred[dep]]
@@ -95,8 +99,8 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
     if p.deps:
         a = np.array(p.deps, np.int64)
         add(a[:, 0], a[:, 1], END, a[:, 2], C_DEP)
-    if len(g.hand):
-        add(g.hand[:, 0], g.hand[:, 1], END, g.hand[:, 2], C_HAND)
+    if len(p.hand):
+        add(p.hand[:, 0], p.hand[:, 1], END, p.hand[:, 2], C_HAND)
     one = np.flatnonzero((g.sync == SYNC_ONE) & p.wait_kept)
     add(one, g.wait[one], END, g.post[one], C_WAIT, True)
     dev = np.flatnonzero((g.sync == SYNC_DEVICE) & p.wait_kept)

@@ -4,8 +4,9 @@
 device) while the main thread waits inside ``backward()``; nothing in a trace records that
 wait. It is inferred from nesting and timing, as cross-stream waits are:
 
-    A gap of thread A — from its call ``p`` to its next node ``n`` (a call or a step
-    marker) — *hands off* to thread B (same process) when B's calls inside the gap lie
+    Between two threads A and B of one process that both launch GPU work somewhere in the
+    trace, a gap of A — from its call ``p`` to its next node ``n`` (a call or a step
+    marker) — *hands off* to B when B's calls inside the gap lie
     wholly in it (no call of B spans ``p``'s end or ``n``'s start) and at least one of
     them launches GPU work. Then B's first call there waits for ``p`` (delay: the
     measured time from ``p``'s end to its start) and ``n`` waits for B's last call there
@@ -13,8 +14,8 @@ wait. It is inferred from nesting and timing, as cross-stream waits are:
     own thread (the hand-off's delay holds that time), so the replay follows B's work.
 
 The rule is symmetric, so the other direction (B waiting between two backward passes
-while A runs the forward) gives the same edges. A thread whose calls launch nothing (the
-c10d watchdog polling events, the DataLoader's pin-memory thread) hands nothing off: the
+while A runs the forward) gives the same edges. A thread that launches nothing (the c10d
+watchdog polling events, the DataLoader's pin-memory thread) takes no part: the
 main thread's time waiting for the pin-memory thread lies inside the DataLoader's
 ``__next__`` and is the DataLoader's on the path. Every edge runs from an earlier end to a
 later start, so the graph stays acyclic and the unchanged replay reproduces every time.
@@ -42,12 +43,13 @@ def handoffs(g: Graph) -> None:
         nodes = host[g.lane[host] == ln]
         by_lane[int(ln)] = nodes[np.argsort(g.start[nodes], kind="stable")]
     rows: list[tuple[int, int, int]] = []
+    launching = {ln for ln, nodes in by_lane.items() if g.launches[nodes].any()}
     for a, na in by_lane.items():
-        if len(na) < 2:
+        if len(na) < 2 or a not in launching:
             continue
         a_s, a_e = g.start[na], g.end[na]
         for b, nb in by_lane.items():
-            if b == a or g.lanes[b][1] != g.lanes[a][1]:  # other threads of the process
+            if b == a or b not in launching or g.lanes[b][1] != g.lanes[a][1]:
                 continue
             calls = nb[g.ntype[nb] == HOST]
             if not len(calls):

@@ -157,6 +157,21 @@ class Account:
     cls: np.ndarray  # object
     name: np.ndarray  # object
 
+    def time_in(self, cls: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per interval ``[lo[i], hi[i])``: its time of class ``cls`` (int64 ns)."""
+        lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+        if not len(self.start):
+            return np.zeros(len(lo), np.int64)
+        on = (self.cls == cls).astype(np.int64)
+        cum = np.r_[0, np.cumsum((self.end - self.start) * on)]
+
+        def upto(t: np.ndarray) -> np.ndarray:
+            t = np.clip(t, self.start[0], self.end[-1])
+            k = np.clip(np.searchsorted(self.start, t, side="right") - 1, 0, len(on) - 1)
+            return cum[k] + (t - self.start[k]) * on[k]
+
+        return np.maximum(upto(hi) - upto(lo), 0)
+
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
         """``[lo, hi)`` cut by the account: (start, end, class, name), merged runs."""
         if hi <= lo:
