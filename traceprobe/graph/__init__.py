@@ -121,7 +121,7 @@ def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) 
         first = min(g.steps, key=lambda r: int(g.start[r[1]]))
         last = max(g.steps, key=lambda r: int(g.start[r[2]]))
         if (int(g.start[first[1]]), int(g.start[last[2]])) == (lo, hi):
-            return _step(g, rp, first[1], last[2], lists)
+            return _steps_end_to_end(g, rp, lists) or _step(g, rp, first[1], last[2], lists)
     i, end = window_end(g, rp)
     pieces = [(max(s, lo), min(e, hi), k, n) for s, e, k, n in walk(g, rp, i, end, g.origin, lists)
               if e > lo and s < hi]
@@ -196,12 +196,47 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
 
 
+def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None:
+    """The profiled steps' window as its steps' paths end to end (each walked by its own
+    rule, :func:`_step`), the time between two steps the step thread's host account; None
+    when steps overlap."""
+    from traceprobe.graph.path import HOST_PIECE, merge, resolve, summary
+
+    rows = sorted(g.steps, key=lambda r: int(rp.start[r[1]]))
+    if any(int(rp.start[a[2]]) > int(rp.start[b[1]]) for a, b in zip(rows, rows[1:],
+                                                                     strict=False)):
+        return None
+    pieces: list[Any] = []
+    for k, (_, s, e) in enumerate(rows):
+        if k:
+            a, b = int(rp.start[rows[k - 1][2]]), int(rp.start[s])
+            pieces += resolve([(a, b, HOST_PIECE, str(int(g.lane[s])))], g.accounts)
+        pieces += _step_pieces(g, rp, s, e, lists)
+    return summary(merge(pieces), int(rp.start[rows[0][1]]), int(rp.start[rows[-1][2]]))
+
+
 def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
-    from traceprobe.graph.path import summary, walk
+    from traceprobe.graph.path import summary
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
     shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
-    return summary(walk(g, rp, e, hi, lo, lists), lo, hi, shift)
+    return summary(_step_pieces(g, rp, s, e, lists), lo, hi, shift)
+
+
+def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
+    """The path of the step with markers ``s``..``e``, walked back from its end marker; when
+    the GPU's work sets the step's period (:mod:`.period`: the host ran ahead of it), from
+    the GPU op still running at the end marker instead (the last to end before it if none
+    runs), so that the path follows what bounds the step."""
+    from traceprobe.graph.path import walk
+    from traceprobe.graph.period import gpu_end_node, period
+
+    lo, hi = int(rp.start[s]), int(rp.start[e])
+    end = e
+    host, gpu = period(g, rp, s, e)
+    if gpu > host:
+        end = gpu_end_node(g, rp, hi, e)
+    return walk(g, rp, end, hi, lo, lists, gpu_first=gpu > host)
 
 
 def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:

@@ -17,11 +17,12 @@ time between its predecessor and the node, so the pieces tile the window exactly
 ``optimizer``       host time inside an ``Optimizer.*`` range
 ``sync``            a sync call's own time (``cudaDeviceSynchronize``, ``.item()``...)
 ``runtime``         a CUDA runtime/driver call; a launch's latency (call start -> its
-                    op's start)
+                    op's start); a GPU op's start latency after the op it waited for,
+                    when under ``NEAR_NS`` (10 µs: a queue or graph-node gap)
 ``cpu_op``          a CPU op's self time
 ``region``          a user ``record_function`` range with no event inside
 ``python``          "Python (untraced)": the thread had no event
-``idle``            GPU time between ops that no op, host call or hand-off explains
+``idle``            a longer GPU gap that no op, host call or hand-off explains
 ==================  ============================================================
 
 Every host piece (a call, the time between two calls of a thread, a hand-off between
@@ -39,13 +40,14 @@ from typing import Any
 import numpy as np
 
 from traceprobe.graph.model import GPU, HOST, KERNEL, Graph
-from traceprobe.graph.replay import C_HAND, C_HOST, C_LAUNCH, END, Replay
+from traceprobe.graph.replay import C_HAND, C_HOST, C_LAUNCH, C_STREAM, END, Replay
 from traceprobe.metrics.regions import UNTRACED
 
 CATEGORIES = ("kernel", "communication", "copy", "sync_wait", "dataloader", "optimizer",
               "sync", "runtime", "cpu_op", "region", "python", "idle")
 GPU_CATEGORIES = ("kernel", "communication", "copy", "sync_wait")
 HOST_PIECE, HAND_PIECE = "@host", "@hand"  # resolved by the host account
+NEAR_NS = 10_000  # a GPU gap this short before an op keeps the path on the GPU
 
 Piece = tuple[int, int, str, str]  # start ns, end ns, kind, name
 
@@ -75,6 +77,13 @@ class _Lists:
         self.kind = _kinds(g)
         self.name = g.name.tolist()
         self.accounts = g.accounts
+        self.dur = _view(rp.end - rp.start)
+        # each GPU op's stream predecessor in this replay (-1 none), and its launching call
+        prev = np.full(len(g), -1, np.int64)
+        on = rp.ctype == C_STREAM
+        prev[rp.succ[on]] = rp.pred[on]
+        self.stream_prev = _view(prev)
+        self.launcher = _view(g.launch)
 
 
 def _view(a: np.ndarray) -> memoryview:
@@ -89,9 +98,12 @@ def walker(g: Graph, rp: Replay) -> _Lists:
 
 
 def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
-         lists: _Lists | None = None) -> list[Piece]:
+         lists: _Lists | None = None, gpu_first: bool = False) -> list[Piece]:
     """Pieces of the critical path ending at ``end_time`` (at or after ``end_node``'s end),
-    back to ``lo``, in time order."""
+    back to ``lo``, in time order. At a GPU op that waited for its launch the path stays on
+    the GPU (through the stream's previous op, the wait a host piece of the launching thread)
+    when the wait was shorter than the op or :data:`NEAR_NS`, and always with ``gpu_first``
+    (a step whose period the GPU sets: the GPU is what bounds it)."""
     L = lists or _Lists(g, rp)
     out: list[Piece] = []
     c = int(end_time)
@@ -116,6 +128,17 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
             out.append((max(s, lo), c, *_host_or_idle(L, i, str(L.name[i]), L.kind[i])))
             c = s
         k = L.bind[i]
+        if k >= 0 and L.ctype[k] == C_LAUNCH and L.stream_prev[i] >= 0:
+            # the GPU waited for this op's launch; when that wait was shorter than the op (the
+            # GPU was mostly busy) the path stays on the GPU through the stream's previous op
+            sp = L.stream_prev[i]
+            t = L.E[sp]
+            if gpu_first or c - t < max(L.dur[i], NEAR_NS):
+                if c > t:
+                    out.append((max(t, lo), c, HOST_PIECE, str(L.lane[L.launcher[i]])))
+                    c = max(t, lo)
+                i = sp
+                continue
         if k < 0:
             if c > lo:
                 out.append((lo, c, *_host_or_idle(L, i, f"before {L.name[i]}")))
@@ -131,13 +154,15 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
                 kind, label = HAND_PIECE, f"{L.lane[q]} {L.lane[i]}"
             elif ct == C_LAUNCH:
                 kind, label = "runtime", f"launch latency of {L.name[i]}"
+            elif c - t < NEAR_NS:  # the GPU's own latency to start the op after its wait
+                kind, label = "runtime", f"queue gap before {L.name[i]}"
             else:
                 kind, label = "idle", f"GPU gap before {L.name[i]}"
             out.append((max(t, lo), c, kind, label))
             c = t
         i = q
     out.reverse()
-    return _merge(_resolve(out, L.accounts))
+    return merge(resolve(out, L.accounts))
 
 
 def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[str, str]:
@@ -148,7 +173,7 @@ def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[st
     return HOST_PIECE, str(L.lane[i])
 
 
-def _resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Piece]:
+def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Piece]:
     """Host and hand-off pieces cut by the host account (module docstring)."""
     out: list[Piece] = []
     for s, e, k, n in pieces:
@@ -172,7 +197,8 @@ def _cut(acc: Any, s: int, e: int) -> list[Piece]:
     return list(acc.pieces(s, e))
 
 
-def _merge(pieces: list[Piece]) -> list[Piece]:
+def merge(pieces: list[Piece]) -> list[Piece]:
+    """Adjacent pieces of one kind and name as one; empty ones dropped."""
     out: list[Piece] = []
     for p in pieces:
         if p[1] <= p[0]:

@@ -42,6 +42,15 @@ def period(g: Graph, rp: Replay, s: int, e: int) -> tuple[int, int]:
     return host, max(int(rp.end[mine].max()) - prev, 0)
 
 
+def gpu_end_node(g: Graph, rp: Replay, hi: int, default: int) -> int:
+    """The GPU op running at ``hi`` (started before it, ending last), else the one that ended
+    last before it; ``default`` when no GPU op started before ``hi``."""
+    ops = np.flatnonzero((g.ntype == GPU) & (rp.start < hi))
+    if not len(ops):
+        return default
+    return int(ops[np.argmax(rp.end[ops])])
+
+
 UNMODELLED_SHARE = 0.2  # collective time on a step's path beyond this: the model does not hold
 
 

@@ -69,6 +69,7 @@ class Replay:
     ref: np.ndarray
     delay: np.ndarray
     ctype: np.ndarray
+    succ: np.ndarray  # per constraint: the node it constrains
 
 
 def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
@@ -153,7 +154,7 @@ def replay(g: Graph, p: Plan) -> Replay:
             else:
                 El[i] = e
     return Replay(np.array(Sl, np.int64), np.array(El, np.int64), np.array(bl, np.int64),
-                  np.array(ebl, np.int64), pred, ref, delay, ctype)
+                  np.array(ebl, np.int64), pred, ref, delay, ctype, succ)
 
 
 def _measured_fixed_point(g: Graph, p: Plan, succ: np.ndarray, pred: np.ndarray,
@@ -190,7 +191,7 @@ def _measured_fixed_point(g: Graph, p: Plan, succ: np.ndarray, pred: np.ndarray,
     ebind[(key[e_idx] >> 1)[later]] = e_idx[later]
     if not (np.array_equal(start, g.start) and np.array_equal(end, g.end)):
         return None
-    return Replay(start, end, bind, ebind, pred, ref, delay, ctype)
+    return Replay(start, end, bind, ebind, pred, ref, delay, ctype, succ)
 
 
 def _order(g: Graph, succ: np.ndarray, pred: np.ndarray, ref: np.ndarray,
