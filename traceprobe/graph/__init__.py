@@ -227,16 +227,24 @@ def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     """The path of the step with markers ``s``..``e``, walked back from its end marker; when
     the GPU's work sets the step's period (:mod:`.period`: the host ran ahead of it), from
     the GPU op still running at the end marker instead (the last to end before it if none
-    runs), so that the path follows what bounds the step."""
+    runs), staying on the GPU, so that the path follows what bounds the step — unless that
+    path is more idle than the host's (the GPU mostly waited, on what the graph does not
+    see: then it did not bound the step)."""
     from traceprobe.graph.path import walk
     from traceprobe.graph.period import gpu_end_node, period
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
-    end = e
+    on_host = walk(g, rp, e, hi, lo, lists)
     host, gpu = period(g, rp, s, e)
-    if gpu > host:
-        end = gpu_end_node(g, rp, hi, e)
-    return walk(g, rp, end, hi, lo, lists, gpu_first=gpu > host)
+    if gpu <= host:
+        return on_host
+    on_gpu = walk(g, rp, gpu_end_node(g, rp, hi, e), hi, lo, lists, gpu_first=True)
+    # a GPU that mostly waited (on what the graph does not see) does not bound the step
+    return on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host
+
+
+def _idle(pieces: list[Any]) -> int:
+    return sum(b - a for a, b, k, _ in pieces if k == "idle")
 
 
 def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:

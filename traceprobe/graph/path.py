@@ -22,7 +22,10 @@ time between its predecessor and the node, so the pieces tile the window exactly
 ``cpu_op``          a CPU op's self time
 ``region``          a user ``record_function`` range with no event inside
 ``python``          "Python (untraced)": the thread had no event
-``idle``            a longer GPU gap that no op, host call or hand-off explains
+``idle``            a longer GPU gap (an op that waited on its stream, a resource or another
+                    stream longer than ``NEAR_NS``) while no thread of the process had an
+                    event (else the gap is the launching thread's host account, or where it
+                    had none the whole process's)
 ==================  ============================================================
 
 Every host piece (a call, the time between two calls of a thread, a hand-off between
@@ -46,7 +49,7 @@ from traceprobe.metrics.regions import UNTRACED
 CATEGORIES = ("kernel", "communication", "copy", "sync_wait", "dataloader", "optimizer",
               "sync", "runtime", "cpu_op", "region", "python", "idle")
 GPU_CATEGORIES = ("kernel", "communication", "copy", "sync_wait")
-HOST_PIECE, HAND_PIECE = "@host", "@hand"  # resolved by the host account
+HOST_PIECE, HAND_PIECE, GAP_PIECE = "@host", "@hand", "@gap"  # resolved by the host account
 NEAR_NS = 10_000  # a GPU gap this short before an op keeps the path on the GPU
 
 Piece = tuple[int, int, str, str]  # start ns, end ns, kind, name
@@ -141,7 +144,7 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
                 continue
         if k < 0:
             if c > lo:
-                out.append((lo, c, *_host_or_idle(L, i, f"before {L.name[i]}")))
+                out.append((lo, c, *_host_or_idle(L, i, f"-1 before {L.name[i]}", GAP_PIECE)))
             c = lo
             break
         q = L.pred[k]
@@ -156,8 +159,9 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
                 kind, label = "runtime", f"launch latency of {L.name[i]}"
             elif c - t < NEAR_NS:  # the GPU's own latency to start the op after its wait
                 kind, label = "runtime", f"queue gap before {L.name[i]}"
-            else:
-                kind, label = "idle", f"GPU gap before {L.name[i]}"
+            else:  # the host's account of the thread that launched it (-1: the process's)
+                who = L.lane[L.launcher[i]] if L.launcher[i] >= 0 else -1
+                kind, label = GAP_PIECE, f"{who} GPU gap before {L.name[i]}"
             out.append((max(t, lo), c, kind, label))
             c = t
         i = q
@@ -179,6 +183,14 @@ def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Piece]:
     for s, e, k, n in pieces:
         if k == HOST_PIECE:
             out += _cut(accounts.get(int(n)), s, e)
+        elif k == GAP_PIECE:  # a long GPU wait: the launching thread's doing, else any
+            lane, _, label = n.partition(" ")  # thread's of the process, else idle
+            for ps, pe, pk, pn in _cut(accounts.get(int(lane)), s, e):
+                if pk != "python":
+                    out.append((ps, pe, pk, pn))
+                    continue
+                out += [(qs, qe, "idle", label) if qk == "python" else (qs, qe, qk, qn)
+                        for qs, qe, qk, qn in _cut(accounts.get(-1), ps, pe)]
         elif k == HAND_PIECE:
             a, b = (int(x) for x in n.split())
             first = _cut(accounts.get(a), s, e)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.graph.model import GPU, HOST, Graph
+from traceprobe.metrics.host import host_process
 from traceprobe.metrics.regions import account, host_events
 
 
@@ -87,9 +88,18 @@ def handoffs(g: Graph) -> None:
         g.gap[woken] = np.where(g.prev[woken] >= 0, 0, g.gap[woken])
 
 
+PROCESS = -1  # g.accounts' key of the trace process's whole account
+
+
 def accounts(g: Graph, cpu: pd.DataFrame) -> None:
-    """``g.accounts``: the host account of each host lane over the trace's span."""
+    """``g.accounts``: the host account of each host lane over the trace's span, and under
+    :data:`PROCESS` that of the trace's process, its threads as one."""
     pids = {lane[1] for lane in g.lanes if lane[0] == "host"}
+    main = host_process(cpu)
+    if main is not None:
+        whole = account(host_events(cpu, main), g.origin, max(g.span_end, g.origin), whole=True)
+        if whole:
+            g.accounts[PROCESS] = whole[-1]
     for pid in sorted(pids):
         ev = host_events(cpu, pid)
         acc = account(ev, g.origin, max(g.span_end, g.origin))

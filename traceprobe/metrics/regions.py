@@ -197,13 +197,16 @@ class Account:
         return out
 
 
-def account(ev: HostEvents, lo: int, hi: int) -> dict[int, Account]:
+def account(ev: HostEvents, lo: int, hi: int, whole: bool = False) -> dict[int, Account]:
     """Per thread of ``ev`` (one window): its account over ``[lo, hi)`` (module docstring),
     with the path's refinement of rule 1: a plain ``region`` reports the class of what runs
     inside it (rules 2-4) named ``"region / inner"``; ``dataloader`` and ``optimizer``
-    keep theirs."""
+    keep theirs. ``whole``: one account of the whole process (key -1), its threads as one,
+    as the idle causes read it."""
     out: dict[int, Account] = {}
     tid = ev.tid if ev.tid is not None else np.zeros(len(ev.start), np.int64)
+    if whole:
+        tid = np.full(len(ev.start), -1, np.int64)
     for t in np.unique(tid).tolist():
         m = np.flatnonzero(tid == t)
         s, e, cls, name = ev.start[m], ev.end[m], ev.cls[m], ev.name[m]
