@@ -354,9 +354,11 @@ SCHEMA = """
 ```json
 {"schema": "traceprobe.whatif/1", "trace": "seq.pt.trace.json.gz",
  "windows": [{"step": 1, "measured_us": 262515.9, "replayed_us": 262515.9,
-              "predicted_us": 133733.2, "speedup": 1.96,
-              "critical_path": {"length_us": 133733.2, "bound_by": "kernel",
-                                "breakdown": {"cpu_op": 0.0, "...": 0.0},
+              "predicted_us": 133733.2, "period_us": 262515.9,
+              "predicted_period_us": 133733.2, "speedup": 1.96,
+              "model_holds": true, "why_not": null,
+              "critical_path": {"length_us": 133733.2, "bound_by": "GPU",
+                                "breakdown": {"kernel": 0.0, "...": 0.0},
                                 "segments": [{"start_us": 0.0, "end_us": 0.0,
                                               "kind": "kernel", "name": "..."}]},
               "measured_critical_path": {"...": "the same, of the unchanged replay"}}],
@@ -364,7 +366,10 @@ SCHEMA = """
 ```
 
 `windows` has one object per `ProfilerStep#N` (or one with `"step": null` for a trace without
-steps, or with `--step N` one). `critical_path` is the *predicted* replay's path, on the trace's
+steps, or with `--step N` one). `period_us` / `predicted_period_us`: the step's period, the
+longer of its host span and the GPU work it launched (docs/FIGURES.md); `speedup` is their
+ratio, null where `model_holds` is false (`why_not` says why: a step whose path is mostly
+collectives, which wait for the other ranks a one-rank replay does not see). `critical_path` is the *predicted* replay's path, on the trace's
 clock from the step's measured start; `measured_critical_path` the unchanged replay's (equal
 to the one `traceprobe analyze` reports).
 
@@ -398,28 +403,35 @@ TAIL = """
   times satisfy every node's equation, which a vectorised check confirms (0.07 s), and
   evaluating a fixed point in order gives it back (a test compares it with the loop).
 * **Critical path**: walking back from the step's end along the constraint that bound each
-  node; its pieces tile the step, by category (`cpu_op`, `runtime`, `kernel`, `copy`,
-  `communication`, `sync_wait`, `dataloader`, `idle`).
+  node (from the GPU's last op when the GPU's work sets the step's period); its pieces tile
+  the step, by category (`kernel`, `communication`, `copy`, `sync_wait`, and the host
+  account's `dataloader`, `optimizer`, `sync`, `runtime`, `cpu_op`, `region`, `python`;
+  `idle` only where neither the host nor a GPU had work).
+* **Threads**: a backward pass on autograd's thread while the main thread waits in
+  `backward()` is a *hand-off* inferred from timing (traceprobe/graph/threads.py), so the path
+  and the replay follow the backward thread's launches.
+* **Launch-queue back-pressure**: a launch that blocked on a full launch queue waits for the
+  op whose completion freed its slot, so on a GPU-bound job the path goes through the GPU and
+  a faster kernel moves the step (HTA's `ns_resolution_trace_rank-0…`, GPU 0 busy 97.4%: the
+  path is 97% GPU work; it was "bound by idle", 281 of 394 ms, before both were modelled).
 
 ## Limits
 
 * A replay keeps the host's program order: only `copies-on-side-stream` re-issues work (each
   copy right after its producer's launch, as the side-stream pattern does); no scenario moves
   other host code.
-* Cross-thread dependencies on the host are not modelled: each thread's first call keeps its
-  measured start (the autograd thread of a backward pass runs as measured).
+* The host's measured time stays in every prediction, the profiler's own overhead with it
+  (`record_shapes` roughly doubles a host-bound loop's time per op): a prediction whose step
+  the host bounds carries it (the real-loops table's bf16 and resnet rows).
+* Hand-offs are inferred between threads that launch GPU work; a thread that launches nothing
+  (the DataLoader's pin-memory thread, c10d's watchdog) takes no part, so the main thread's
+  wait for a batch is the DataLoader's time on the main thread.
 * Cross-stream event waits are inferred from timing only where they bound an op; a wait that
   did not bind in the measured run is invisible to a scenario that makes it bind.
-* Launch-queue back-pressure is not modelled either: when the host runs ahead of a busy GPU
-  until the driver's launch queue is full, each launch call blocks until a slot frees, and the
-  replay counts that as host time.
-* So on a GPU-bound job a step's path (which ends at a host marker) can follow the host. Example:
-  on HTA's corpus trace `ns_resolution_trace_rank-0…` GPU 0 is busy 97.4% of the profiled steps,
-  yet the path is "bound by idle" (281 ms of its 394 ms). Of that, 240 ms is the main thread
-  inside `## backward ##`, waiting for the autograd thread that runs the backward pass (the
-  cross-thread limit above). The path also holds launch calls that ran long as the queue filled
-  (`runtime`, 23%). Read `bound_by` together with the GPUs' utilization. A host-side scenario
-  on such a trace over-predicts.
+* Collectives wait for the other ranks, which a one-rank replay does not see: a step whose
+  path is more than 20% collectives is reported as one where the model does not hold.
+* `dataloader:workers=N` assumes the workers scale (N workers deliver N times as fast); on a
+  machine whose cores they share with the main process they do not quite (the mnist row).
 
 ## Against HTA's critical path
 
@@ -441,8 +453,10 @@ events that `enable_cuda_sync_events` writes; the path is networkx's longest pat
   its length is the longest chain the graph explains, not the step: on `dag/serial` 11.76 ms
   of a 12.12 ms step. traceprobe's path is the chain of *binding* constraints of a replay,
   which tiles the step exactly.
-* HTA models CPU ops (nested) as nodes; traceprobe keeps CPU time as the gap between runtime
-  calls and classifies it (cpu_op / dataloader / idle) by the op that covers it.
+* HTA models CPU ops (nested) as nodes and merges the backward thread into the main thread;
+  traceprobe keeps CPU time as the gap between runtime calls, cuts it by the host account
+  (dataloader / optimizer / sync / runtime / cpu_op / region / Python (untraced)) and links the
+  threads by inferred hand-offs.
 * HTA has no replay and no scenarios (an issue thread suggests scaling edge weights and
   recomputing the longest path, which ignores resources and cannot move work between streams).
 * tests/graph/test_hta.py runs both on `dag/serial` (H200) and checks what they share: HTA's
