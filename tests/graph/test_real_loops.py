@@ -45,8 +45,8 @@ def _trace(variant: str) -> Path:
 
 def _raw_kernel_ms_per_step(path: Path, rx: str) -> float:
     events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
-    steps = sum(1 for e in events if e.get("ph") == "X" and
-                str(e.get("name", "")).startswith("ProfilerStep#"))
+    steps = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                and str(e.get("name", "")).startswith("ProfilerStep#"))
     total = sum(float(e["dur"]) for e in events if e.get("ph") == "X" and e.get("cat") ==
                 "kernel" and re.search(rx, str(e.get("name", ""))))
     return total / steps / 1000
@@ -63,6 +63,19 @@ def test_the_table_has_every_pair_and_its_numbers_hold() -> None:
     mod = _table_module()
     rows = _rows()
     assert len(rows) == len(mod.REAL_PAIRS)
+    # NS of no-profiler:NS, from the calibration loops' raw traces: CPU events per step
+    text = (REPO / "docs" / "WHATIF.md").read_text()
+    ns = int(re.search(r"`no-profiler:(\d+)`, the last two columns", text).group(1))
+    implied = []
+    for v in mod.CALIBRATION:
+        doc = json.loads(gzip.decompress(_trace(v).read_bytes()))["traceEvents"]
+        cpu = sum(1 for e in doc if e.get("ph") == "X" and e.get("cat") in
+                  ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation"))
+        steps = sum(1 for e in doc if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                    and str(e.get("name", "")).startswith("ProfilerStep#"))
+        period = statistics.median(w.period_us for w in whatif(load(_trace(v)), []).windows)
+        implied.append((period / 1000 - _timing(v)) * 1e6 / (cpu / steps))
+    assert ns == pytest.approx(statistics.fmean(implied), rel=0.02)
     for cells, pair in zip(rows, mod.REAL_PAIRS, strict=True):
         slow, scen, fast, slow_ms, _, pred, meas, err = cells[:8]
         assert (slow, fast) == (f"`{pair.slow}`", f"`{pair.fast}`")
@@ -75,9 +88,13 @@ def test_the_table_has_every_pair_and_its_numbers_hold() -> None:
             shown = float(scenario.rsplit("=", 1)[1])
             assert shown == pytest.approx(f, rel=0.006)
             scenario = f"kernels:{pair.kernels}={shown:g}"
-        res = whatif(load(_trace(pair.slow)), [scenario], step="all")
+        tl = load(_trace(pair.slow))
+        res = whatif(tl, [scenario], step="all")
         predicted = statistics.median(w.predicted_period_us for w in res.windows) / 1000
         assert float(pred.split()[0]) == pytest.approx(predicted, abs=0.006)
+        quiet = whatif(tl, [scenario, f"no-profiler:{ns}"], step="all")
+        assert float(cells[12].split()[0]) == pytest.approx(
+            statistics.median(w.predicted_period_us for w in quiet.windows) / 1000, abs=0.006)
         p, m = float(pred.split()[0]), float(meas.split()[0])
         slack = 100 * (0.005 / m + 0.005 * p / m**2) + 0.06  # the cells are rounded to 0.01 ms
         assert abs(float(err[:-1]) - (p - m) / m * 100) < slack

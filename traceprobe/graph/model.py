@@ -107,6 +107,8 @@ class Graph:
     # cross-thread hand-offs (:mod:`.threads`): rows (successor, predecessor, delay ns)
     hand: np.ndarray = field(default_factory=lambda: np.empty((0, 3), np.int64))
     accounts: dict[int, Any] = field(default_factory=dict)  # host lane -> its host account
+    event_starts: dict[int, np.ndarray] = field(default_factory=dict)  # host lane -> its CPU
+    # events' starts, sorted (what the profiler recorded on that thread)
     typical: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:

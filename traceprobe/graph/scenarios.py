@@ -43,6 +43,12 @@ the order given.
     and ``workers=N/W`` says it) or F = D for a single-process one (W = 0: the main thread
     fetches). N workers deliver a batch every F / N, so the step becomes max(C, F / N): each
     DataLoader gap of the step shrinks in proportion, to a total wait of max(0, F / N - C).
+``no-profiler:NS``
+    The profiler's own host cost removed: each CPU event the trace recorded (CPU op, runtime
+    call, annotation) cost the host NS nanoseconds to record, charged to the gap between
+    calls in which it starts (never below 0). A prediction to set against an unprofiled run;
+    NS is measured on a loop of one's own: (profiled step − unprofiled step) / CPU events per
+    step, on a loop the host bounds (docs/WHATIF.md, "Real training loops").
 ``kernels:REGEX=F``
     Kernels whose name matches REGEX (``re.search``) run F times faster.
 ``spread:REGEX=N``
@@ -65,7 +71,7 @@ from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYN
 from traceprobe.graph.replay import Plan
 
 NAMES = ("copies-on-side-stream", "no-host-sync", "comm-overlap", "no-launch-overhead",
-         "cuda-graph", "dataloader", "dataloader:workers=N", "kernels:REGEX=F",
+         "cuda-graph", "dataloader", "dataloader:workers=N", "no-profiler:NS", "kernels:REGEX=F",
          "spread:REGEX=N")
 GRAPH_GAP_NS = 256  # GPU gap between graph nodes (H200 small-ops/cuda-graph, median)
 _WORKERS = re.compile(r"^dataloader:workers=(\d+)(?:/(\d+))?$")
@@ -89,6 +95,15 @@ def parse(text: str) -> Scenario:
     }
     if t in simple:
         return Scenario(t, simple[t])
+    if t.startswith("no-profiler:"):
+        try:
+            ns = float(t.split(":", 1)[1])
+        except ValueError:
+            ns = -1.0
+        if ns < 0:
+            raise UsageError(f"scenario {t!r}: write no-profiler:NS, NS >= 0 the host "
+                             "nanoseconds the profiler spent per recorded CPU event")
+        return Scenario(t, lambda g, p: no_profiler(g, p, ns))
     if t.startswith("dataloader:"):
         m = _WORKERS.match(t)
         if not m or int(m.group(1)) < 1:
@@ -303,6 +318,39 @@ def cuda_graph(g: Graph, p: Plan) -> None:
     p.d_res[ops] = np.minimum(p.d_res[ops], GRAPH_GAP_NS)
     p.notes.append(f"cuda-graph: {len(calls)} host calls ({durs.sum() / 1e6:.3g} ms) "
                    f"replaced by one launch of {one / 1e3:.3g} µs per step")
+
+
+def no_profiler(g: Graph, p: Plan, ns: float) -> None:
+    host = np.flatnonzero(g.ntype != GPU)
+    counted = 0
+    for ln, starts in g.event_starts.items():
+        on = host[g.lane[host] == ln]
+        if not len(on) or not len(starts):
+            continue
+        # the events that start in the gap, the call's own included (it starts at its end)
+        k = np.searchsorted(starts, g.start[on], side="right") - np.searchsorted(
+            starts, g.start[on] - g.gap[on], side="left")
+        counted += int(k.sum())
+        cost = np.round(k * ns).astype(np.int64)
+        left = np.maximum(cost - p.gap[on], 0)  # what the gap could not hold: the call's own
+        p.gap[on] = np.maximum(p.gap[on] - cost, 0)
+        call = (g.ntype[on] == HOST) & (g.sync[on] == NO_SYNC)
+        p.dur[on[call]] = np.maximum(p.dur[on[call]] - left[call], 0)
+    if len(p.hand):  # a hand-off's delay: the events either thread recorded meanwhile
+        succ, pred = p.hand[:, 0], p.hand[:, 1]
+        a, b = g.end[pred], g.start[succ]
+        k = np.zeros(len(p.hand), np.int64)
+        for side in (succ, pred):
+            for ln in np.unique(g.lane[side]).tolist():
+                starts = g.event_starts.get(int(ln))
+                if starts is None:
+                    continue
+                m = g.lane[side] == ln
+                k[m] = np.maximum(k[m], np.searchsorted(starts, b[m]) - np.searchsorted(starts,
+                                                                                         a[m]))
+        counted += int(k.sum())
+        p.hand[:, 2] = np.maximum(p.hand[:, 2] - np.round(k * ns).astype(np.int64), 0)
+    p.notes.append(f"no-profiler: {counted} recorded CPU events at {ns:g} ns each")
 
 
 def faster_kernels(g: Graph, p: Plan, rx: re.Pattern[str], factor: float) -> None:

@@ -100,6 +100,10 @@ def accounts(g: Graph, cpu: pd.DataFrame) -> None:
         whole = account(host_events(cpu, main), g.origin, max(g.span_end, g.origin), whole=True)
         if whole:
             g.accounts[PROCESS] = whole[-1]
+    for li, lane in enumerate(g.lanes):
+        if lane[0] == "host":
+            on = (cpu["pid"].to_numpy() == lane[1]) & (cpu["tid"].to_numpy() == lane[2])
+            g.event_starts[li] = np.sort(cpu["start"].to_numpy(np.int64)[on])
     for pid in sorted(pids):
         ev = host_events(cpu, pid)
         acc = account(ev, g.origin, max(g.span_end, g.origin))
