@@ -403,9 +403,9 @@ SCHEMA = """
 steps, or with `--step N` one). `period_us` / `predicted_period_us`: the step's period, the
 longer of its host span and the GPU work it launched (docs/FIGURES.md); `speedup` is their
 ratio, null where `model_holds` is false (`why_not` says why: a step whose path is mostly
-collectives, which wait for the other ranks a one-rank replay does not see). `critical_path` is the *predicted* replay's path, on the trace's
-clock from the step's measured start; `measured_critical_path` the unchanged replay's (equal
-to the one `traceprobe analyze` reports).
+collectives, which wait for the other ranks a one-rank replay does not see).
+`critical_path` is the *predicted* replay's path, on the trace's clock from the step's
+measured start; `measured_critical_path` the unchanged replay's (equal to the one `traceprobe analyze` reports).
 
 ## Scenarios (from `traceprobe/graph/scenarios.py`)
 

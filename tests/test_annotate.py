@@ -97,8 +97,8 @@ def test_tracks_by_hand() -> None:
                        "cause_us": us(60)}
     assert args[1] == {"host_busy_us": us(20), "cause": "waiting on another device",
                        "cause_kind": "wait", "cause_us": us(20)}
-    assert args[2] == {"host_busy_us": us(0), "cause": "Python (untraced)", "cause_kind": "host_idle",
-                       "cause_us": us(40)}
+    assert args[2] == {"host_busy_us": us(0), "cause": "Python (untraced)",
+                       "cause_kind": "host_idle", "cause_us": us(40)}
     assert pieces(got["GPU 0 idle"]) == [(250, 260)]
     assert list(got["GPU 0 idle"].labels or []) == ["idle: Python (untraced)"]
 

@@ -342,9 +342,9 @@ def no_profiler(g: Graph, p: Plan, ns: float) -> None:
         k = np.zeros(len(p.hand), np.int64)
         for side in (succ, pred):
             for ln in np.unique(g.lane[side]).tolist():
-                starts = g.event_starts.get(int(ln))
-                if starts is None:
+                if int(ln) not in g.event_starts:
                     continue
+                starts = g.event_starts[int(ln)]
                 m = g.lane[side] == ln
                 k[m] = np.maximum(k[m], np.searchsorted(starts, b[m]) - np.searchsorted(starts,
                                                                                          a[m]))

@@ -203,7 +203,7 @@ def _launch(r: Report) -> list[tuple[float, str]]:
         ))
     if len(bound) > MAX_LAUNCH_BOUND:
         more = len(bound) - MAX_LAUNCH_BOUND
-        stake = sum(g.host_late_ns for g in bound[MAX_LAUNCH_BOUND:])
+        stake = float(sum(g.host_late_ns for g in bound[MAX_LAUNCH_BOUND:]))
         out.append((stake, f"{more} more stream{' is' if more == 1 else 's are'} launch-bound"))
     lat = r.host.launch_latency
     n = lat.unqueued_count
