@@ -405,7 +405,8 @@ longer of its host span and the GPU work it launched (docs/FIGURES.md); `speedup
 ratio, null where `model_holds` is false (`why_not` says why: a step whose path is mostly
 collectives, which wait for the other ranks a one-rank replay does not see).
 `critical_path` is the *predicted* replay's path, on the trace's clock from the step's
-measured start; `measured_critical_path` the unchanged replay's (equal to the one `traceprobe analyze` reports).
+measured start; `measured_critical_path` the unchanged replay's (equal to the one
+`traceprobe analyze` reports).
 
 ## Scenarios (from `traceprobe/graph/scenarios.py`)
 
