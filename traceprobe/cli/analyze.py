@@ -7,6 +7,7 @@ render → output); every figure comes from :mod:`traceprobe.report`.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +16,7 @@ import click
 
 from traceprobe import output
 from traceprobe.cli.notices import notices
+from traceprobe.cli.window import window_option
 from traceprobe.errors import TraceError
 from traceprobe.render import formats
 
@@ -51,6 +53,7 @@ class StepParam(click.ParamType):
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file or --csv files.")
 @click.option("--step", type=StepParam(), default=None, metavar="N|all",
               help="Analyse only ProfilerStep N; 'all': the whole trace and each step.")
+@window_option
 @click.option("-d", "--device", "devices", type=click.IntRange(min=0), multiple=True,
               metavar="D", help="Only GPU D (repeat for several).  [default: every GPU]")
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -86,12 +89,16 @@ class StepParam(click.ParamType):
               "tcp://host:8786 (also taken from DASK_SCHEDULER_ADDRESS); implies --ranks.")
 @click.option("--rank", "rank", type=click.IntRange(min=0), default=None, metavar="R",
               help="With the many-rank summary, also show rank R in full; implies --ranks.")
+@click.option("--storage-option", "storage_option", multiple=True, metavar="KEY=VALUE",
+              help="An fsspec storage option for URL paths and -o (repeat for several; VALUE "
+              "is JSON or text), e.g. endpoint_url=http://127.0.0.1:9000.")
 def analyze(
     paths: tuple[str, ...],
     fmt: str | None,
     output_path: str,
     force: bool,
     step: int | Literal["all"] | None,
+    window: str,
     devices: tuple[int, ...],
     csv_dir: Path | None,
     jobs: int | None,
@@ -105,6 +112,7 @@ def analyze(
     cluster: str | None = None,
     scheduler: str | None = None,
     rank: int | None = None,
+    storage_option: tuple[str, ...] = (),
 ) -> None:
     """Measure overlap in PyTorch Profiler (Kineto) traces.
 
@@ -120,12 +128,18 @@ def analyze(
         traceprobe analyze traces/ --format json --output report.json
         traceprobe analyze run.json.gz --step all --device 0 --csv frames/
         traceprobe analyze run.json.gz --format html --output report.html --plot timeline.png
+        traceprobe analyze s3://bucket/job/ --cluster local -f json -o s3://bucket/report.json
 
     A trace cut short (a job killed while the profiler wrote it) is salvaged: the
     complete events before the cut are analysed, stderr and the report say so
     (--strict refuses it instead). Of several traces, one that cannot be read is
     named on stderr and left out; the others are reported (exit 3 unless --skip-bad).
     No output may be one of the inputs, whatever --force says.
+
+    PATH may be an fsspec URL (s3://, gs://, az://, http(s)://, file://): an object, a
+    prefix (searched as a folder) or a glob (s3://bucket/job/rank*.json.gz). Credentials
+    and endpoints come from the environment (AWS_*, FSSPEC_S3_ENDPOINT_URL, ...) and
+    --storage-option; each worker opens its own URLs.
 
     \b
     Exit codes:
@@ -136,9 +150,26 @@ def analyze(
         4  the output exists (use --force), is an input, or cannot be written
     """
     from traceprobe.load import pipeline as loader
+    from traceprobe.urls import is_url, parse_options
 
+    so = parse_options(storage_option) or None
     fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
-    output.check_target(output_path, force=force)  # refuse before loading anything
+    # refuse before loading anything
+    output.check_target(output_path, force=force, storage_options=so)
+    urls = [p for p in paths if is_url(p)]
+    if urls and (tb or hta):
+        from traceprobe.errors import UsageError
+
+        raise UsageError(f"{'--tensorboard' if tb else '--hta'} reads or writes beside each "
+                         f"trace on local disk, not at a URL ({urls[0]}); copy the traces "
+                         "to a local folder for it")
+    for flag, value in (("--csv", csv_dir), ("--plot", plot_path)):
+        # click made a Path of it, which folds "s3://b" into "s3:/b"
+        if value is not None and re.match(r"[A-Za-z][A-Za-z0-9+.\-]+:/", str(value)):
+            from traceprobe.errors import UsageError
+
+            raise UsageError(f"{flag} writes local files, and {value} looks like a URL; give "
+                             "a local path (of the outputs, only -o may be a URL)")
     if hta:
         from traceprobe import hta_bridge
 
@@ -148,7 +179,7 @@ def analyze(
 
         output.check_directory(csv_dir, list(FILES), force=force)
 
-    files = _unique([f for p in paths for f in loader.find_traces(p)])
+    files = _unique([f for p in paths for f in loader.find_traces(p, so)])
     output.check_not_input(output_path, files)
     if csv_dir is not None:
         for name in FILES:
@@ -156,7 +187,9 @@ def analyze(
     if ranks_mode or cluster or scheduler or rank is not None or len(files) > RANKS_AUTO:
         _analyze_ranks(files, fmt, output_path, force=force, csv_dir=csv_dir, jobs=jobs,
                        cluster=cluster, scheduler=scheduler, rank=rank, top=top,
+                       storage_options=so,
                        refused={"--step": step is not None, "--device": bool(devices),
+                                "--window": window != "steps",
                                 "--plot": plot_path is not None, "--tensorboard": tb,
                                 "--hta": hta})
         return
@@ -170,7 +203,7 @@ def analyze(
         _check_tensorboard(files, force=force)
     progress = len(files) > 1 and sys.stderr.isatty()
     errors: list[TraceError] = []
-    with loader.start(files, jobs=jobs) as loading:
+    with loader.start(files, jobs=jobs, storage_options=so) as loading:
         # the analysis stack (pandas) is imported while worker processes decode
         from traceprobe import report as rp
         from traceprobe.render import as_dict, render
@@ -188,13 +221,14 @@ def analyze(
 
         check_devices(timelines, only)
     if len(timelines) == 1:
-        data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
+        data = as_dict(rp.analyze(timelines[0], step=step, devices=only, window=window))
         per_trace = [data]
     else:
-        data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
+        multi = rp.analyze_many(timelines, step=step, devices=only, window=window)
+        data = as_dict(multi)
         per_trace = list(data["traces"])
     if hta:
-        for failure in hta_bridge.add_hta(files, per_trace):
+        for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
             click.echo(f"traceprobe: warning: {failure}", err=True)
 
     color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
@@ -204,7 +238,10 @@ def analyze(
         text = render_html(data, timelines, top=top)
     else:
         text = render(data, fmt, top=top, color=color)
-    output.write_text(output_path, text, force=force)
+    if (len(timelines) > 1 and fmt in ("text", "markdown") and window == "steps"
+            and step is None and only is None):
+        text = _with_job_lines(text, files, timelines, multi.reports)
+    output.write_text(output_path, text, force=force, storage_options=so)
     if csv_dir is not None:
         from traceprobe.render.csv import write_csv
 
@@ -219,28 +256,42 @@ def analyze(
         raise click.exceptions.Exit(TraceError.exit_code)
 
 
-def _unique(files: list[Path]) -> list[Path]:
-    """Each file once (a trace named twice, or through a link, is one trace)."""
-    seen: dict[str, Path] = {}
+def _with_job_lines(
+    text: str, files: list[Path | str], timelines: list, reports: Any
+) -> str:
+    """The cross-rank headline and the ``--ranks`` hint after the per-trace report, when
+    some of the traces are ranks of one job (traceprobe.ranks.jobs)."""
+    from traceprobe.ranks.jobs import job_lines
+
+    lines = job_lines(files, timelines, reports)
+    return text if not lines else text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
+
+
+def _unique(files: list[Path | str]) -> list[Path | str]:
+    """Each file once (a trace named twice, or through a link, is one trace; a URL by its
+    text)."""
+    from traceprobe.urls import is_url
+
+    seen: dict[str, Path | str] = {}
     for f in files:
-        seen.setdefault(os.path.realpath(f), f)
+        seen.setdefault(str(f) if is_url(f) else os.path.realpath(f), f)
     return list(seen.values())
 
 
-def _check_tensorboard(files: list[Path], *, force: bool) -> None:
+def _check_tensorboard(files: list[Path | str], *, force: bool) -> None:
     from traceprobe import tensorboard
 
     groups: dict[Path, list[Path]] = {}
     for f in files:
-        groups.setdefault(Path(f).parent, []).append(f)
+        groups.setdefault(Path(f).parent, []).append(Path(f))
     for run_dir, traces in groups.items():
         tensorboard.check_targets(run_dir, traces, force=force)
 
 
-def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool,
+def _analyze_ranks(files: list[Path | str], fmt: str, output_path: str, *, force: bool,
                    csv_dir: Path | None, jobs: int | None, cluster: str | None,
                    scheduler: str | None, rank: int | None, top: int | None,
-                   refused: dict[str, bool]) -> None:
+                   refused: dict[str, bool], storage_options: dict | None = None) -> None:
     """The many-rank summary (traceprobe.engines.job): per-rank summaries on an engine."""
     from traceprobe.errors import UsageError
 
@@ -256,7 +307,7 @@ def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool
     from traceprobe.engines.job import analyze_ranks
 
     data = analyze_ranks(files, cluster=cluster, scheduler=scheduler, jobs=jobs, rank=rank,
-                         progress=sys.stderr.isatty())
+                         progress=sys.stderr.isatty(), storage_options=storage_options)
     if fmt == "html":
         from traceprobe.render.html import render_html
 
@@ -266,12 +317,12 @@ def _analyze_ranks(files: list[Path], fmt: str, output_path: str, *, force: bool
 
         text = render(data, fmt, top=top, color=fmt == "text" and output.is_stdout(output_path)
                       and _color_terminal())
-    output.write_text(output_path, text, force=force)
+    output.write_text(output_path, text, force=force, storage_options=storage_options)
     if csv_dir is not None:
         write_ranks_csv(data, csv_dir, force=force)
 
 
-def _write_tensorboard(files: list[Path], timelines: list, *, force: bool) -> None:
+def _write_tensorboard(files: list[Path | str], timelines: list, *, force: bool) -> None:
     """Per-step scalars into ``<trace dir>/traceprobe/``, one run per directory of traces."""
     from traceprobe import report as rp
     from traceprobe import tensorboard

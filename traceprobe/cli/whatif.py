@@ -14,6 +14,10 @@ import click
 from traceprobe import output
 from traceprobe.errors import UsageError
 
+WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it has none); "
+               "'profiler' or 'events': one prediction of the whole replayed trace (the "
+               "replay covers every event).  [default: steps]")
+
 
 @click.command("whatif")
 @click.argument("trace")
@@ -23,13 +27,15 @@ from traceprobe.errors import UsageError
                    "kernels:REGEX=F, spread:REGEX=N.")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
+@click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",
+              metavar="steps|profiler|events", help=WINDOW_HELP)
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default=None, help="Output format.  [default: json for an --output ending "
                                  ".json, markdown for .md, else text]")
 @click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
               show_default=True, help="Write to FILE ('-': standard output).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
-def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
+def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: str | None,
            output_path: str, force: bool) -> None:
     """Predict each step's time if the trace's program changed: replay its dependency
     graph with the measured durations, under the scenarios given.
@@ -66,7 +72,8 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
     if len(found) != 1:
         raise UsageError(f"{trace} holds {len(found)} traces; give one trace file")
     tl = loader.load(found[0])
-    result = run_whatif(tl, list(scenarios), step=step).to_dict()
+    which: str | None = None if step == "all" and window != "steps" else step
+    result = run_whatif(tl, list(scenarios), step=which).to_dict()
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     else:
