@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from traceprobe.timeline import Timeline
 
 SCHEMA = "traceprobe.whatif/1"
+GPU_NEAR = 0.9  # a step whose GPU span is this share of its host span is walked on the GPU
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class StepResult:
     gpu_bound: bool = False  # the GPU span sets the measured period
     holds: bool = True  # False: the step's path waits on something the model does not see
     why: str = ""  # what, when it does not hold
+    host_span_us: float = 0.0  # the unchanged replay's host span and GPU span (:mod:`.period`)
+    gpu_span_us: float = 0.0
 
     @property
     def speedup(self) -> float | None:
@@ -192,7 +195,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
             why = unmodelled(cb, gb > hb)
             out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb,
                                   max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
-                                  not why, why))
+                                  not why, why, hb / 1000, gb / 1000))
     return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
 
 
@@ -225,7 +228,8 @@ def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
 
 def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     """The path of the step with markers ``s``..``e``, walked back from its end marker; when
-    the GPU's work sets the step's period (:mod:`.period`: the host ran ahead of it), from
+    the GPU's work is at least :data:`GPU_NEAR` of the step's host span (it sets the period,
+    :mod:`.period`, or nearly: the host ran ahead of it, or just kept it fed), from
     the GPU op still running at the end marker instead (the last to end before it if none
     runs), staying on the GPU, so that the path follows what bounds the step — unless that
     path is more idle than the host's (the GPU mostly waited, on what the graph does not
@@ -236,7 +240,7 @@ def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     lo, hi = int(rp.start[s]), int(rp.start[e])
     on_host = walk(g, rp, e, hi, lo, lists)
     host, gpu = period(g, rp, s, e)
-    if gpu <= host:
+    if gpu < GPU_NEAR * host:
         return on_host
     on_gpu = walk(g, rp, gpu_end_node(g, rp, hi, e), hi, lo, lists, gpu_first=True)
     # a GPU that mostly waited (on what the graph does not see) does not bound the step
