@@ -115,7 +115,7 @@ def critical_paths(
 
 
 def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) -> dict[str, Any]:
-    from traceprobe.graph.path import summary, walk, window_end
+    from traceprobe.graph.path import clip, summary, walk, window_end
 
     if window is None:
         return _whole(g, rp, lists)
@@ -126,8 +126,8 @@ def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) 
         if (int(g.start[first[1]]), int(g.start[last[2]])) == (lo, hi):
             return _steps_end_to_end(g, rp, lists) or _step(g, rp, first[1], last[2], lists)
     i, end = window_end(g, rp)
-    pieces = [(max(s, lo), min(e, hi), k, n) for s, e, k, n in walk(g, rp, i, end, g.origin, lists)
-              if e > lo and s < hi]
+    pieces = [clip(p, lo, hi) for p in walk(g, rp, i, end, g.origin, lists)
+              if p[1] > lo and p[0] < hi]
     if not pieces or pieces[0][0] > lo or pieces[-1][1] < hi:  # the path does not cover it
         return _whole(g, rp, lists) if (lo, hi) == (g.origin, end) else None  # type: ignore[return-value]
     return summary(pieces, lo, hi)
@@ -144,7 +144,7 @@ def whole_path(tl: Timeline) -> list[tuple[int, int, str, str]]:
         return []
     rp = replay(g, Plan.of(g))
     i, hi = window_end(g, rp)
-    return walk(g, rp, i, hi, g.origin)
+    return [(s, e, k, n) for s, e, k, n, _ in walk(g, rp, i, hi, g.origin)]
 
 
 def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all") -> WhatIf:
@@ -248,7 +248,9 @@ def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
 
 
 def _idle(pieces: list[Any]) -> int:
-    return sum(b - a for a, b, k, _ in pieces if k == "idle")
+    from traceprobe.graph.path import parts
+
+    return sum(v for p in pieces for k, v in parts(p) if k == "idle")
 
 
 def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:

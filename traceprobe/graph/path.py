@@ -49,10 +49,16 @@ from traceprobe.metrics.regions import UNTRACED
 CATEGORIES = ("kernel", "communication", "copy", "sync_wait", "dataloader", "optimizer",
               "sync", "runtime", "cpu_op", "region", "python", "idle")
 GPU_CATEGORIES = ("kernel", "communication", "copy", "sync_wait")
+HOST_CATEGORIES = ("dataloader", "optimizer", "sync", "runtime", "cpu_op", "region", "python")
 HOST_PIECE, HAND_PIECE, GAP_PIECE = "@host", "@hand", "@gap"  # resolved by the host account
 NEAR_NS = 10_000  # a GPU gap this short before an op keeps the path on the GPU
 
 Piece = tuple[int, int, str, str]  # start ns, end ns, kind, name
+# a piece of the path as walked: (start, end, kind, name, parts). ``parts`` is empty for a
+# piece of one category; a host piece cut by the account keeps its time per category there
+# (exact, for the breakdown), its kind and name those of the category holding the most
+# (one segment per host piece of the walk, not one per event: a report stays small)
+Walked = tuple[int, int, str, str, tuple[tuple[str, int], ...]]
 
 
 def _kinds(g: Graph) -> list[str]:
@@ -101,7 +107,7 @@ def walker(g: Graph, rp: Replay) -> _Lists:
 
 
 def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
-         lists: _Lists | None = None, gpu_first: bool = False) -> list[Piece]:
+         lists: _Lists | None = None, gpu_first: bool = False) -> list[Walked]:
     """Pieces of the critical path ending at ``end_time`` (at or after ``end_node``'s end),
     back to ``lo``, in time order. At a GPU op that waited for its launch the path stays on
     the GPU (through the stream's previous op, the wait a host piece of the launching thread)
@@ -177,28 +183,68 @@ def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[st
     return HOST_PIECE, str(L.lane[i])
 
 
-def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Piece]:
-    """Host and hand-off pieces cut by the host account (module docstring)."""
-    out: list[Piece] = []
+def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Walked]:
+    """Host and hand-off pieces cut by the host account (module docstring), each as one
+    walked piece with its time per category."""
+    out: list[Walked] = []
     for s, e, k, n in pieces:
         if k == HOST_PIECE:
-            out += _cut(accounts.get(int(n)), s, e)
+            fine = _cut(accounts.get(int(n)), s, e)
         elif k == GAP_PIECE:  # a long GPU wait: the launching thread's doing, else any
             lane, _, label = n.partition(" ")  # thread's of the process, else idle
+            fine = []
             for ps, pe, pk, pn in _cut(accounts.get(int(lane)), s, e):
                 if pk != "python":
-                    out.append((ps, pe, pk, pn))
+                    fine.append((ps, pe, pk, pn))
                     continue
-                out += [(qs, qe, "idle", label) if qk == "python" else (qs, qe, qk, qn)
-                        for qs, qe, qk, qn in _cut(accounts.get(-1), ps, pe)]
+                fine += [(qs, qe, "idle", label) if qk == "python" else (qs, qe, qk, qn)
+                         for qs, qe, qk, qn in _cut(accounts.get(-1), ps, pe)]
         elif k == HAND_PIECE:
             a, b = (int(x) for x in n.split())
-            first = _cut(accounts.get(a), s, e)
-            for ps, pe, pk, pn in first:
-                out += _cut(accounts.get(b), ps, pe) if pk == "python" else [(ps, pe, pk, pn)]
+            fine = []
+            for ps, pe, pk, pn in _cut(accounts.get(a), s, e):
+                fine += _cut(accounts.get(b), ps, pe) if pk == "python" else [(ps, pe, pk, pn)]
         else:
-            out.append((s, e, k, n))
+            out.append((s, e, k, n, ()))
+            continue
+        out.append(_coarse(s, e, fine))
     return out
+
+
+def _coarse(s: int, e: int, fine: list[Piece]) -> Walked:
+    """One walked piece for ``[s, e)`` cut into ``fine``: its time per category, and the kind
+    and name of the category holding the most (its longest event's name)."""
+    if not fine:
+        return (s, e, "python", UNTRACED, ())
+    if len(fine) == 1:
+        return (s, e, fine[0][2], fine[0][3], ())
+    ns: dict[str, int] = {}
+    best: dict[str, tuple[int, str]] = {}
+    for a, b, k, n in fine:
+        ns[k] = ns.get(k, 0) + b - a
+        if b - a > best.get(k, (-1, ""))[0]:
+            best[k] = (b - a, n)
+    top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+    if len(ns) == 1:
+        return (s, e, top, best[top][1], ())
+    return (s, e, top, best[top][1], tuple((c, ns[c]) for c in CATEGORIES if c in ns))
+
+
+def parts(p: Walked) -> tuple[tuple[str, int], ...]:
+    """A walked piece's time per category."""
+    return p[4] or ((p[2], p[1] - p[0]),)
+
+
+def clip(p: Walked, lo: int, hi: int) -> Walked:
+    """``p`` cut to ``[lo, hi)``; its parts in proportion (the rounding to the largest)."""
+    s, e = max(p[0], lo), min(p[1], hi)
+    if not p[4] or (s, e) == (p[0], p[1]):
+        return (s, e, p[2], p[3], p[4])
+    whole = p[1] - p[0]
+    got = [(c, (v * (e - s)) // whole) for c, v in p[4]]
+    rest = (e - s) - sum(v for _, v in got)
+    got = [(c, v + rest if c == p[2] else v) for c, v in got]
+    return (s, e, p[2], p[3], tuple(got))
 
 
 def _cut(acc: Any, s: int, e: int) -> list[Piece]:
@@ -209,25 +255,43 @@ def _cut(acc: Any, s: int, e: int) -> list[Piece]:
     return list(acc.pieces(s, e))
 
 
-def merge(pieces: list[Piece]) -> list[Piece]:
-    """Adjacent pieces of one kind and name as one; empty ones dropped."""
-    out: list[Piece] = []
+def merge(pieces: list[Walked]) -> list[Walked]:
+    """Adjacent pieces of one kind and name as one; adjacent host pieces of one kind, or of
+    which one is shorter than ``NEAR_NS``, as one, of the kind holding the most (their parts
+    summed, so the breakdown stays exact); empty ones dropped."""
+    out: list[Walked] = []
     for p in pieces:
         if p[1] <= p[0]:
             continue
-        if out and out[-1][2] == p[2] and out[-1][3] == p[3] and out[-1][1] == p[0]:
-            out[-1] = (out[-1][0], p[1], p[2], p[3])
-        else:
+        q = out[-1] if out else None
+        host = q is not None and q[2] in HOST_CATEGORIES and p[2] in HOST_CATEGORIES
+        short = q is not None and min(q[1] - q[0], p[1] - p[0]) < NEAR_NS
+        if q is None or q[1] != p[0] or not (
+                (q[2] == p[2] and (q[3] == p[3] or host)) or (host and short)):
             out.append(p)
+            continue
+        ns: dict[str, int] = {}
+        for c, v in parts(q) + parts(p):
+            ns[c] = ns.get(c, 0) + v
+        if len(ns) == 1 and q[3] == p[3]:
+            out[-1] = (q[0], p[1], p[2], p[3], ())
+            continue
+        top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+        longer = q if q[1] - q[0] >= p[1] - p[0] else p
+        other = p if longer is q else q
+        name = longer[3] if longer[2] == top else other[3] if other[2] == top else longer[3]
+        out[-1] = (q[0], p[1], top, name,
+                   tuple((c, ns[c]) for c in CATEGORIES if c in ns) if len(ns) > 1 else ())
     return out
 
 
-def summary(pieces: list[Piece], lo: int, hi: int, shift: int = 0) -> dict[str, Any]:
+def summary(pieces: list[Walked], lo: int, hi: int, shift: int = 0) -> dict[str, Any]:
     """The report's ``critical_path`` object. ``shift`` moves replayed times onto the
     measured clock (0 for an unchanged replay, which reproduces it)."""
     br = dict.fromkeys(CATEGORIES, 0)
-    for s, e, k, _ in pieces:
-        br[k] += e - s
+    for p in pieces:
+        for k, v in parts(p):
+            br[k] += v
     top = _bound_by(br) if hi > lo else None
     return {
         "length_us": (hi - lo) / 1000,
@@ -235,7 +299,7 @@ def summary(pieces: list[Piece], lo: int, hi: int, shift: int = 0) -> dict[str, 
         "breakdown": {k: v / 1000 for k, v in br.items()},
         "segments": [
             {"start_us": (s + shift) / 1000, "end_us": (e + shift) / 1000, "kind": k, "name": n}
-            for s, e, k, n in pieces
+            for s, e, k, n, _ in pieces
         ],
     }
 
