@@ -220,8 +220,15 @@ def analyze(
         from traceprobe.report.build import check_devices
 
         check_devices(timelines, only)
+    streamed = None  # one trace's JSON alone: written a step at a time (render.jsonfmt.pieces)
     if len(timelines) == 1:
-        data = as_dict(rp.analyze(timelines[0], step=step, devices=only, window=window))
+        report = rp.analyze(timelines[0], step=step, devices=only, window=window)
+        if fmt == "json" and not (hta or csv_dir is not None or plot_path is not None):
+            from traceprobe.render.jsonfmt import pieces
+
+            streamed = pieces(report, top=top)
+        data = {} if streamed is not None else as_dict(report)
+        del report
         per_trace = [data]
     else:
         multi = rp.analyze_many(timelines, step=step, devices=only, window=window)
@@ -232,16 +239,19 @@ def analyze(
             click.echo(f"traceprobe: warning: {failure}", err=True)
 
     color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
-    if fmt == "html":
-        from traceprobe.render.html import render_html
-
-        text = render_html(data, timelines, top=top)
+    if streamed is not None:
+        output.write_pieces(output_path, streamed, force=force, storage_options=so)
     else:
-        text = render(data, fmt, top=top, color=color)
-    if (len(timelines) > 1 and fmt in ("text", "markdown") and window == "steps"
-            and step is None and only is None):
-        text = _with_job_lines(text, files, timelines, multi.reports)
-    output.write_text(output_path, text, force=force, storage_options=so)
+        if fmt == "html":
+            from traceprobe.render.html import render_html
+
+            text = render_html(data, timelines, top=top)
+        else:
+            text = render(data, fmt, top=top, color=color)
+        if (len(timelines) > 1 and fmt in ("text", "markdown") and window == "steps"
+                and step is None and only is None):
+            text = _with_job_lines(text, files, timelines, multi.reports)
+        output.write_text(output_path, text, force=force, storage_options=so)
     if csv_dir is not None:
         from traceprobe.render.csv import write_csv
 
