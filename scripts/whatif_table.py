@@ -88,6 +88,13 @@ REAL_PAIRS = (
              "takes about 20 ms per step (`record_shapes` overhead on each op), twice the "
              "unprofiled bf16 step, and the replay keeps the host's measured time",
              kernels=GEMMS),
+    RealPair("transformer-fp32", "precision:tf32", "transformer-tf32",
+             "the prediction is host-bound at the profiled host's time per step"),
+    RealPair("transformer-fp32", "precision:bf16", "transformer-bf16",
+             "as with `kernels:GEMMS=F`: the profiled host (about 20 ms per step) bounds the "
+             "prediction, twice the unprofiled bf16 step; with the profiler's cost removed the "
+             "rescaled kernels bound it, and elementwise work (bf16 halves its bytes) is not "
+             "rescaled"),
     RealPair("transformer-tf32-item", "no-host-sync", "transformer-tf32",
              "the profiled host's time per step is longer than the unprofiled step"),
     RealPair("mlp-eager", "cuda-graph", "mlp-graph",
@@ -280,9 +287,10 @@ def real_table(rows: list[RealRow], ns: float) -> str:
             f"the profiler recorded; NS = {ns:.0f} is calibrated on "
             + " and ".join(f"`{v}`" for v in CALIBRATION) + " ((profiled period − unprofiled "
             "ms/step) / CPU events per step, their mean), the other loops check it. It helps "
-            "where the profiled host bounded the prediction (bf16, TF32) and hurts mnist, "
-            "whose eight workers do not scale as the model assumes once the main process is "
-            "faster.", "",
+            "the `kernels:` rows for TF32 and bf16 (the profiled host bounded them) and hurts "
+            "mnist, whose eight workers do not scale as the model assumes once the main "
+            "process is faster, and the `precision:` rows: without the host's time their "
+            "rescaled kernels bound the step, above the measured one.", "",
             f"`GEMMS` is the regular expression `{GEMMS}`, `CONVS` `{CONVS}`. *path then bound "
             "by*: of the median predicted step (`GPU` where the GPU's work sets its period)."]
     return "\n".join(out)

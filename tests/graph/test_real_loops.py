@@ -101,12 +101,16 @@ def test_the_table_has_every_pair_and_its_numbers_hold() -> None:
 
 
 # the rows that meet the 20% goal today: a regression in the model shows here
-WITHIN = {("mnist-workers1", "mnist-workers8"), ("transformer-fp32", "transformer-tf32"),
-          ("transformer-tf32-item", "transformer-tf32"), ("mlp-eager", "mlp-graph")}
+WITHIN = {("mnist-workers1", "dataloader", "mnist-workers8"),
+          ("transformer-fp32", "kernels", "transformer-tf32"),
+          ("transformer-fp32", "precision", "transformer-tf32"),
+          ("transformer-tf32-item", "no-host-sync", "transformer-tf32"),
+          ("mlp-eager", "cuda-graph", "mlp-graph")}
 
 
 def test_predictions_within_twenty_percent_of_the_unprofiled_runs() -> None:
-    rows = {(c[0].strip("`"), c[2].strip("`")): float(c[7][:-1]) for c in _rows()}
+    rows = {(c[0].strip("`"), c[1].strip("`").split(":")[0], c[2].strip("`")): float(c[7][:-1])
+            for c in _rows()}
     for key in WITHIN:
         assert abs(rows[key]) <= 20, (key, rows[key])
 
