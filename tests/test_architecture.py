@@ -309,9 +309,9 @@ def test_the_checker_catches_a_circle_an_upward_import_and_click_below_the_cli(
 DRAWERS = ("render",)  # parts whose every module is a renderer
 ALSO_DRAWS = ("traceprobe.annotate",)  # modules held to the second rule
 # what renderers may import from metrics: the sets pictures draw (bands), the host account
-# (regions, the host's classes, read by the host lanes) and the window set
+# (regions: the host's classes; nesting: which event encloses which) and the window set
 FOR_PICTURES = ("traceprobe.metrics.bands", "traceprobe.metrics.regions",
-                "traceprobe.metrics.grouping.Windows")
+                "traceprobe.metrics.nesting", "traceprobe.metrics.grouping.Windows")
 DRAWING = frozenset({"Spans", "EMPTY", "measure_within", "covered_within", "merge_close"})
 # left for the host account's move into metrics (issue 23, the host half): the host lanes
 # still find each thread's innermost event here

@@ -15,8 +15,11 @@
   end so far, clamped at 0. A gap is *host-late* when the whole device (every stream)
   was idle through it and the next kernel's launching call began after the previous
   kernel started (so the GPU waited for the host, not for a queue or an event). A
-  stream is *launch-bound* when it has at least :data:`MIN_LAUNCH_GAPS` host-late gaps
-  and its median kernel is shorter than their median.
+  stream is *launch-bound* when it has at least :data:`MIN_LAUNCH_GAPS` host-late gaps,
+  its median kernel is shorter than their median, together they hold at least
+  :data:`LAUNCH_BOUND_SHARE` of the window (``host_late_ns``), and more than the host spent
+  inside DataLoader ranges in the window (a loop that waits longer for data than for
+  launches is DataLoader-bound first).
 
 Both are computed for many windows at once (on frames cut by
 :meth:`traceprobe.timeline.Timeline.cut`): every match and search is keyed by the window
@@ -33,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from traceprobe.intervals import measure_within, spans
 from traceprobe.metrics.grouping import (
     Windows,
     first_of_each,
@@ -45,11 +49,13 @@ from traceprobe.metrics.grouping import (
     rank,
     win_of,
 )
+from traceprobe.metrics.regions import classify
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
 LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
 WAIT_TOLERANCE_NS = 10_000  # a kernel starting this soon after another stream's work waited on it
 MIN_LAUNCH_GAPS = 10  # host-late gaps needed before a stream is called launch-bound
+LAUNCH_BOUND_SHARE = 0.10  # ... and the share of the window they must hold together
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ class KernelGaps:
     launch_bound: bool
     host_late_gaps: int = 0  # gaps the GPU spent waiting for the host (module docstring)
     host_late_p50_ns: float | None = None
+    host_late_ns: int = 0  # the host-late gaps' total
 
 
 @dataclass(frozen=True)
@@ -240,11 +247,14 @@ def kernel_gaps(
 ) -> list[tuple[KernelGaps, ...]]:
     """Per window of cut frames, per (device, stream) with at least two kernels: gaps
     between consecutive kernels, which of them were host-late, and whether the stream is
-    launch-bound (module docstring). ``cpu`` gives the launching calls; without it no gap
-    is host-late. The kernels are sorted once by (window, device, stream, start, end), so
-    each (window, device, stream) is a run of rows; its gaps are grouped by that run
-    (``bincount`` and :func:`~.grouping.grouped_quantile`)."""
+    launch-bound (module docstring; the window's length and DataLoader time enter it).
+    ``cpu`` gives the launching calls; without it no gap is host-late. The kernels are
+    sorted once by (window, device, stream, start, end), so each (window, device, stream)
+    is a run of rows; its gaps are grouped by that run (``bincount`` and
+    :func:`~.grouping.grouped_quantile`)."""
     n = windows.n
+    length = windows.length.tolist()
+    loader = _loader_ns(cpu, windows).tolist()
     m = (gpu["kind"].to_numpy() == "kernel") & gpu["device"].isin(list(devices)).to_numpy()
     if m.sum() < 2:
         return [()] * n
@@ -265,6 +275,7 @@ def kernel_gaps(
     p50 = grouped_quantile(gap, g, ng, 50).tolist()
     top = grouped_max(gap, g, ng).tolist()
     n_late = np.bincount(g[late], minlength=ng).tolist()
+    late_ns = np.bincount(g[late], weights=gap[late], minlength=ng).astype(np.int64).tolist()
     late_p50 = grouped_quantile(gap[late], g[late], ng, 50).tolist()
     kernel_p50 = grouped_quantile(e - s, gid, ng, 50).tolist()
     head = np.flatnonzero(key_changes(gid))
@@ -274,6 +285,8 @@ def kernel_gaps(
         if not pairs[i]:
             continue
         lp50 = late_p50[i] if n_late[i] else None
+        material = (late_ns[i] >= LAUNCH_BOUND_SHARE * length[gw[i]]
+                    and late_ns[i] > loader[gw[i]])
         out[gw[i]].append(KernelGaps(
             device=gd[i],
             stream=gs[i],
@@ -284,11 +297,22 @@ def kernel_gaps(
             kernel_p50_ns=kernel_p50[i],
             launch_bound=bool(
                 n_late[i] >= MIN_LAUNCH_GAPS and lp50 is not None and kernel_p50[i] < lp50
+                and material
             ),
             host_late_gaps=n_late[i],
             host_late_p50_ns=lp50,
+            host_late_ns=late_ns[i],
         ))
     return [tuple(x) for x in out]
+
+
+def _loader_ns(cpu: pd.DataFrame | None, windows: Windows) -> np.ndarray:
+    """Per window: the time inside DataLoader ranges (:mod:`.regions`' class) of any thread."""
+    if cpu is None or cpu.empty:
+        return np.zeros(windows.n, np.int64)
+    dl = classify(cpu) == "dataloader"
+    return measure_within(spans(_col(cpu, "start", dl), _col(cpu, "end", dl)),
+                          windows.lo, windows.hi)
 
 
 def _host_late(
