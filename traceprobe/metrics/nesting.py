@@ -35,22 +35,14 @@ def self_times(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray])
     ``thread`` key tuple that it encloses), floored at 0 (int64, in the input's row order)."""
     s0 = np.asarray(start, dtype=np.int64)
     e0 = np.asarray(end, dtype=np.int64)
-    rows = len(s0)
-    if rows == 0:
+    if len(s0) == 0:
         return np.zeros(0, np.int64)
-    keys = [np.asarray(k, dtype=np.int64) for k in thread]
-    order = np.lexsort((-e0, s0, *reversed(keys)))
-    s, e = s0[order], e0[order]
-    new = key_changes(*(k[order] for k in keys))
-    parent = _last_open(s, e, new)
-    child = parent >= 0
-    child[child] = e[child] <= e[parent[child]]
-    dur = e - s
+    parent = parents(s0, e0, thread)
+    dur = e0 - s0
     own = dur.copy()
+    child = parent >= 0
     np.subtract.at(own, parent[child], dur[child])
-    out = np.empty(rows, np.int64)
-    out[order] = own
-    return np.maximum(out, 0)
+    return np.maximum(own, 0)
 
 
 def parents(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) -> np.ndarray:
@@ -64,11 +56,7 @@ def parents(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) ->
     keys = [np.asarray(k, dtype=np.int64) for k in thread]
     order = np.lexsort((-e0, s0, *reversed(keys)))
     s, e = s0[order], e0[order]
-    new = np.zeros(rows, bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
+    new = key_changes(np.zeros(rows, np.int64), *(k[order] for k in keys))
     parent = _last_open(s, e, new)
     child = parent >= 0
     child[child] = e[child] <= e[parent[child]]
@@ -128,11 +116,7 @@ def enclosing(start: np.ndarray, end: np.ndarray,
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     keys = [np.asarray(k, dtype=np.int64) for k in thread]
     order = np.lexsort((-e0, s0, *reversed(keys)))
-    new = np.zeros(rows, bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
+    new = key_changes(np.zeros(rows, np.int64), *(k[order] for k in keys))
     parent_sorted = _last_open(s0[order], e0[order], new)
     parent = np.full(rows, -1, np.int64)
     has = parent_sorted >= 0
