@@ -24,7 +24,7 @@ from tracebuild import TraceBuilder  # tests/tracebuild.py
 from traceprobe.cli import COMMANDS, cli, main
 from traceprobe.render.csv import FILES
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "hta"  # beside the checkout
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "hta"  # beside the checkout
 
 
 def run(*args: Any) -> Any:

@@ -8,7 +8,7 @@ import pytest
 
 from traceprobe.cli import main
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_traces" / "h200x2" / "copy" / "side-stream"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "h200x2" / "copy" / "side-stream"
 
 
 def test_analyse_is_analyze(capsys: pytest.CaptureFixture[str]) -> None:

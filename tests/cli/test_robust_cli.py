@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from tracebuild import TraceBuilder
 from traceprobe.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_traces" / "h200x2" / "two-devices" / "parallel"
 
 

@@ -92,7 +92,7 @@ def test_truncated_gzip_is_salvaged(tmp_path):
         path = tmp_path / f"cut{n}.json.gz"
         data = gzip.compress(big_trace_text(n))
         path.write_bytes(data[: len(data) // 2])
-        # WHEN loaded THEN the complete events are kept (tests/test_salvage.py: exactly which)
+        # WHEN loaded THEN the complete events are kept (tests/load/test_salvage.py: exactly which)
         salvaged = loader.load(path).meta.extra["salvaged"]
         assert 0 < salvaged["events_kept"] < n
         assert "gzip stream ends early" in salvaged["reason"]

@@ -10,7 +10,7 @@ import numpy as np
 
 from traceprobe.load import from_document, load
 
-DDP = sorted((Path(__file__).resolve().parent.parent / "sample_traces" / "h200x2" / "ddp" /
+DDP = sorted((Path(__file__).resolve().parents[2] / "sample_traces" / "h200x2" / "ddp" /
               "train").glob("vm_0.*.pt.trace.json.gz"))[0]
 
 

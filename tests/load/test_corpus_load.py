@@ -15,7 +15,7 @@ import pytest
 
 from traceprobe.load import pipeline as loader
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "hta"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "hta"
 FILES = sorted(CORPUS.glob("*.json.gz")) if CORPUS.is_dir() else []
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from traceprobe.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [  # a CPU-only recording and a GPU one (kernels, copies, runtime calls, a step)
     next((ROOT / "sample_traces" / "cpu" / "two-devices" / "parallel").glob("*.json.gz")),
     next((ROOT / "sample_traces" / "h200x2" / "independent-ops" / "single").glob("*.json.gz")),

@@ -25,7 +25,7 @@ from traceprobe.load.columns import collect
 from traceprobe.load.frames import timeline
 from traceprobe.load.read import EventStream, FileChunks
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRACE = next((ROOT / "sample_traces" / "h200x2" / "two-devices" / "parallel").glob("*.json.gz"))
 RAW = gzip.decompress(TRACE.read_bytes())
 

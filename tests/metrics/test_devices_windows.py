@@ -44,7 +44,7 @@ from traceprobe.metrics.overlap import (
 )
 from traceprobe.timeline import COPY_KINDS, Timeline
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def same(a: Any, b: Any, path: str = "") -> None:

@@ -136,7 +136,7 @@ def test_a_launch_split_by_a_boundary_counts_in_the_window_of_its_kernel_and_cal
 
 
 def _stepped_traces() -> list[Path]:
-    root = Path(__file__).resolve().parents[1] / "sample_traces"
+    root = Path(__file__).resolve().parents[2] / "sample_traces"
     return sorted(root.glob("**/*.json.gz"))
 
 

@@ -3,7 +3,7 @@ cut timeline) are, window by window, what the one-window functions give on that 
 own frames (``Timeline.window``): same dataclasses, same values, same order.
 
 (The one-window functions are checked against a slow per-nanosecond sweep in
-tests/test_metrics_property.py; the innermost rule they share is checked here against its
+tests/metrics/test_metrics_property.py; the innermost rule they share is checked here against its
 definition.)
 """
 
@@ -24,7 +24,7 @@ from traceprobe.metrics.regions import host_events, innermost
 from traceprobe.metrics.steps import step_breakdown
 
 SPAN = 60
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 
 span = st.tuples(st.integers(-5, SPAN), st.integers(0, 25)).map(lambda t: (t[0], t[0] + t[1]))
 

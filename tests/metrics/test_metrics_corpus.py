@@ -20,8 +20,8 @@ import pytest
 
 from traceprobe.report import check
 
-CORPUS = Path(__file__).parents[2] / "shared" / "corpus" / "hta"
-REPO = Path(__file__).parents[1]
+CORPUS = Path(__file__).parents[3] / "shared" / "corpus" / "hta"
+REPO = Path(__file__).parents[2]
 # Third-party traces (where ../shared/corpus exists) and our own, recorded on 1 and 2 H200s:
 # the committed samples and the 98 MB single-GPU training trace of the benchmark.
 # tests/data holds a small hand-built trace with pageable copies both ways (its script beside it)

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from frames import copy, kernel, op, timeline
 from hyp import examples
-from test_timeline_windows import bounds, steps_like
+from test_timeline import bounds, steps_like
 from traceprobe.metrics.copies import copy_rates
 from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.nesting import self_times
 from traceprobe.metrics.top import top_kernels, top_ops
 
-SAMPLES = Path(__file__).parent.parent / "sample_traces"
+SAMPLES = Path(__file__).parents[2] / "sample_traces"
 NAMES = {0: "NVIDIA H200", 1: None}
 
 

@@ -30,7 +30,7 @@ from traceprobe.record.profile import steps as stp  # noqa: E402
 from traceprobe.record.profile import target as tgt  # noqa: E402
 from traceprobe.record.registry import Schedule  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 STEP = re.compile(r"ProfilerStep#(\d+)")
 

@@ -36,7 +36,7 @@ def test_c_level_output_goes_to_the_log_and_the_console_stream_to_the_console(
 ) -> None:
     log = tmp_path / "torch.log"
     r = subprocess.run([sys.executable, "-c", CHILD, str(log)], capture_output=True, text=True,
-                       cwd=Path(__file__).resolve().parents[1])
+                       cwd=Path(__file__).resolve().parents[2])
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["before", "after", "empty log dropped: True"]
     assert r.stderr == "bar on the console\n"

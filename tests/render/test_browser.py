@@ -27,7 +27,7 @@ import pytest
 from tracebuild import TraceBuilder
 from traceprobe.report import analyze
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIG = ROOT / "bench" / "transformer-h200.pt.trace.json.gz"
 CPU_ONLY = ROOT / "sample_traces" / "cpu" / "mlp" / "single"
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "")

@@ -13,7 +13,7 @@ streams at once are both [50, 100) ∪ [150, 200); GPU 0 is busy over [0, 250), 
 
 The event tables of the page (render/events.py) are unpacked here with an independent
 decoder (``unpack``) and compared with the frames they came from. The page in a real
-browser is tested in tests/test_browser.py.
+browser is tested in tests/render/test_browser.py.
 """
 
 from __future__ import annotations

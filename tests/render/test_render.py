@@ -8,7 +8,7 @@ Golden snapshots: the text and Markdown renderings of the fixtures are compared
 with the files in tests/snapshots/. After an intended change to a renderer (or to
 a fixture), regenerate them and review the diff before committing::
 
-    TRACEPROBE_UPDATE_SNAPSHOTS=1 pytest tests/test_render.py
+    TRACEPROBE_UPDATE_SNAPSHOTS=1 pytest tests/render/test_render.py
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from traceprobe.render.csv import FILES, write_csv
 from traceprobe.timeline import Timeline
 
 NO_LAUNCH = {"grid": "", "block": "", "registers_per_thread": None, "occupancy": None}
-SNAPSHOTS = Path(__file__).parent / "snapshots"
-SCHEMA_DOC = Path(__file__).parent.parent / "docs" / "REPORT_SCHEMA.md"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
+SCHEMA_DOC = Path(__file__).parents[2] / "docs" / "REPORT_SCHEMA.md"
 UPDATE = os.environ.get("TRACEPROBE_UPDATE_SNAPSHOTS") == "1"
 
 # ----------------------------------------------------------------------------- fixtures

@@ -22,7 +22,7 @@ from tracebuild import TraceBuilder
 from traceprobe.load import load
 from traceprobe.report import analyze, check
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 ALL_TRACES = sorted(SAMPLES.glob("*/**/*.pt.trace.json.gz")) + sorted(
     (SAMPLES.parent / "bench").glob("*.pt.trace.json.gz"))  # the transformer recorded on an H200
 GPU_LOOPS = sorted(SAMPLES.glob("h200*/examples/dataloader-loop/*.pt.trace.json.gz"))

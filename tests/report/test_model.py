@@ -13,7 +13,7 @@ from frames import comm, copy, kernel, memset, op, runtime, timeline
 from traceprobe.errors import UsageError
 from traceprobe.report import SCHEMA, analyze, analyze_many, check
 
-SCHEMA_DOC = Path(__file__).parents[1] / "docs" / "REPORT_SCHEMA.md"
+SCHEMA_DOC = Path(__file__).parents[2] / "docs" / "REPORT_SCHEMA.md"
 
 
 def schema_example() -> dict:

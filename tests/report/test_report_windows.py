@@ -13,7 +13,7 @@ import pytest
 from traceprobe.load.pipeline import load
 from traceprobe.report import analyze
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALONE_ONLY = ("steps", "headlines", "warnings", "salvaged", "schema",
               "efficiency")  # per trace, not per step
 

@@ -12,7 +12,7 @@ from frames import kernel, timeline
 from traceprobe.errors import UsageError
 from traceprobe.render import render
 
-DOC = (Path(__file__).resolve().parents[1] / "docs" / "REPORT_SCHEMA.md").read_text()
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "REPORT_SCHEMA.md").read_text()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "CLAIMS.md"
 VERDICTS = ROOT / "sample_traces" / "verdicts-h200x2.json"
 SCRIPT = ROOT / "scripts" / "claims.py"

@@ -31,7 +31,7 @@ from traceprobe.verify import CANNOT_TELL, FAILS, HOLDS, PARTLY, Recorded
 
 # The committed GPU recording; TRACEPROBE_GPU_SAMPLES points the sample tests at another one.
 SAMPLES_GPU = Path(os.environ.get("TRACEPROBE_GPU_SAMPLES") or
-                   Path(__file__).resolve().parent.parent / "sample_traces" / "h200x2")
+                   Path(__file__).resolve().parents[2] / "sample_traces" / "h200x2")
 
 
 # ----------------------------------------------------------------------------- builders
