@@ -2,9 +2,14 @@
 
 Every command writes through here::
 
-    check_target(path, force=force)          # fail early, before any work
-    check_not_input(path, inputs)            # never over a file the command reads
+    check_outputs(files, dirs, inputs, force=force)  # fail early, before any work:
+                                             # exists/--force, writable, never an input
     write_text(path, text, force=force)      # "-" or None: stdout
+
+(:func:`check_outputs` is :func:`check_target` / :func:`check_directory` and
+:func:`check_not_input` for every output of one command; the CLI's output options
+call it once.) A character device (``-o /dev/null``, a terminal) is written as a
+stream, in place, without ``--force``: it is never renamed over or replaced.
 
 A file is written to a temporary file in the same directory and moved into place
 with ``os.replace``, so a reader (or a crash) never sees half a file. Without
@@ -19,15 +24,17 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from traceprobe.errors import OutputError
 
 STDOUT = "-"
+PATH_MAX = 4096  # Linux's limit on a path given to a system call, NUL included
 
 
 def is_stdout(path: str | os.PathLike[str] | None) -> bool:
@@ -38,16 +45,52 @@ def exists_message(path: str | os.PathLike[str]) -> str:
     return f"File already exists, will not overwrite without --force: {path}"
 
 
+def is_device(path: str | os.PathLike[str] | None) -> bool:
+    """True for a character device (``/dev/null``, a terminal): written as a stream."""
+    if is_stdout(path):
+        return False
+    assert path is not None
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def check_outputs(
+    files: Iterable[str | os.PathLike[str] | None],
+    inputs: Iterable[str | os.PathLike[str]],
+    *,
+    directories: Mapping[str | os.PathLike[str], Sequence[str]] | None = None,
+    force: bool = False,
+) -> None:
+    """Every check of one command's outputs, before any work: each of ``files`` (None or
+    ``-``: stdout) and each ``directory -> names`` can be written (:func:`check_target`,
+    :func:`check_directory`) and none is one of ``inputs`` (:func:`check_not_input`)."""
+    inputs = list(inputs)
+    for f in files:
+        check_target(f, force=force)
+        check_not_input(f, inputs)
+    for d, names in (directories or {}).items():
+        check_directory(d, list(names), force=force)
+        for name in names:
+            check_not_input(Path(d) / name, inputs)
+
+
 def check_target(path: str | os.PathLike[str] | None, *, force: bool = False) -> None:
     """Raise OutputError now if writing ``path`` later would fail or overwrite.
 
     Commands call this before loading anything, so a refused output costs nothing.
+    A character device is written in place as a stream: no ``--force`` needed.
     """
     if is_stdout(path):
         return
     assert path is not None
     p = Path(path)
     _check_path(p)
+    if is_device(p):
+        if not os.access(p, os.W_OK):
+            raise OutputError(f"Cannot write {p}: the device is not writable")
+        return
     if p.is_dir():
         raise OutputError(f"{p} is a directory; give a file name for the output")
     if p.exists() and not force:
@@ -92,6 +135,11 @@ def check_not_input(
 
 def _check_path(p: Path) -> None:
     """A path the file system cannot hold at all: say so in one line."""
+    if len(os.fsencode(str(p))) >= PATH_MAX or "\0" in str(p):
+        raise OutputError(
+            f"Cannot write {str(p)[:60]}...: the path is over {PATH_MAX - 1} bytes or holds "
+            "a NUL; use a shorter path"
+        )
     for part in p.parts:
         if len(os.fsencode(part)) > 255:
             raise OutputError(
@@ -121,6 +169,9 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, force: bool = Fals
     """Write ``data`` to ``path`` atomically; refuse an existing file unless ``force``."""
     p = Path(path)
     check_target(p, force=force)
+    if is_device(p):
+        _write_device(p, data)
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     except OSError as e:
@@ -137,6 +188,23 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, force: bool = Fals
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _write_device(p: Path, data: bytes) -> None:
+    """A character device: opened for writing as it is (never created, renamed or
+    truncated into a file) and written as a stream."""
+    try:
+        fd = os.open(p, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        try:
+            if not stat.S_ISCHR(os.fstat(fd).st_mode):  # swapped for something else meanwhile
+                raise OutputError(f"Cannot write {p}: it is no longer a device; run again")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise OutputError(f"Cannot write {p}: {e.strerror or e}") from e
 
 
 def _move_into_place(tmp: Path, dest: Path, *, force: bool) -> None:

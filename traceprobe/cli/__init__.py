@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "analyze": ("traceprobe.cli.analyze", "analyze", "Measure overlap in profiler traces."),
     "record": ("traceprobe.cli.record", "record", "Run the experiments under torch.profiler."),
     "verify": ("traceprobe.cli.verify", "verify", "Verdicts on the recorded experiments' claims."),
+    "ranks": ("traceprobe.cli.ranks", "ranks", "Summarise many ranks of one job."),
     "compare": ("traceprobe.cli.compare", "compare", "Two traces side by side."),
     "check": ("traceprobe.cli.check", "check", "Fail when a trace misses expectations (CI)."),
     "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),

@@ -14,7 +14,10 @@ from pathlib import Path
 import click
 
 from traceprobe import output
+from traceprobe.cli.options import output_options, pick_format
 from traceprobe.errors import UsageError
+
+FORMATS = ["text", "json"]
 
 
 @click.command("compare")
@@ -22,11 +25,7 @@ from traceprobe.errors import UsageError
 @click.argument("trace_b", metavar="B")
 @click.option("--step", type=click.IntRange(min=0), default=None, metavar="N",
               help="Compare ProfilerStep N of each trace.  [default: the whole traces]")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default=None,
-              help="Output format.  [default: json for an --output ending .json, else text]")
-@click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
-              show_default=True, help="Write to FILE ('-': standard output).")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options(FORMATS, what="the comparison")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
               help="Show the N largest changes (text).")
 def compare(
@@ -64,10 +63,10 @@ def compare(
     from traceprobe.comparison import format_text
     from traceprobe.load import pipeline as loader
 
-    fmt = fmt or ("json" if Path(output_path).suffix.lower() == ".json" else "text")
+    fmt = pick_format(fmt, output_path, FORMATS)
     output.check_target(output_path, force=force)
     files = [_one_trace(p, loader.find_traces) for p in (trace_a, trace_b)]
-    output.check_not_input(output_path, files)  # never over an input, whatever --force says
+    output.check_outputs([output_path], files, force=force)  # never over an input
     from traceprobe.cli.notices import notices
 
     if os.path.realpath(files[0]) == os.path.realpath(files[1]):  # load_many loads each once

@@ -37,3 +37,13 @@ def notices(timelines: Sequence[Any], *, strict: bool = False) -> None:
             )
         for w in tl.meta.extra.get("warnings", ()):
             click.echo(f"traceprobe: warning: {tl.source}: {w}", err=True)
+
+
+def rank_notices(data: Any) -> None:
+    """The many-rank summary's per-rank salvage and lenient-reading notes, on stderr too."""
+    for note in (data.get("ranks") or {}).get("notes") or ():
+        head, sep, rest = str(note).partition("): ")
+        kind = rest.split(":", 1)[0]
+        if sep and head.startswith("rank ") and kind in ("notice", "warning"):
+            trace = head.split(" (", 1)[1] if " (" in head else head
+            click.echo(f"traceprobe: {kind}: {trace}: {rest.split(': ', 1)[1]}", err=True)

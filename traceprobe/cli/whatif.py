@@ -7,12 +7,14 @@ Markdown) and write through :mod:`traceprobe.output`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
 from traceprobe import output
+from traceprobe.cli.options import output_options, pick_format
 from traceprobe.errors import UsageError
+
+FORMATS = ["text", "json", "markdown"]
 
 
 @click.command("whatif")
@@ -23,12 +25,7 @@ from traceprobe.errors import UsageError
                    "kernels:REGEX=F, spread:REGEX=N.")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default=None, help="Output format.  [default: json for an --output ending "
-                                 ".json, markdown for .md, else text]")
-@click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
-              show_default=True, help="Write to FILE ('-': standard output).")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options(FORMATS, what="the prediction")
 def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
            output_path: str, force: bool) -> None:
     """Predict each step's time if the trace's program changed: replay its dependency
@@ -48,15 +45,15 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
         0  the prediction was written
         2  usage error (unknown scenario, bad regex or factor, no such step)
         3  the trace could not be read or understood
-        4  the output exists (use --force) or cannot be written
+        4  the output exists (use --force), is the trace, or cannot be written
     """
+    from traceprobe.cli.notices import notices
     from traceprobe.graph import whatif as run_whatif
     from traceprobe.graph.scenarios import parse
     from traceprobe.load import pipeline as loader
     from traceprobe.render.whatif import render
 
-    suffix = Path(output_path).suffix.lower()
-    fmt = fmt or {".json": "json", ".md": "markdown"}.get(suffix, "text")
+    fmt = pick_format(fmt, output_path, FORMATS)
     for s in scenarios:
         parse(s)  # usage errors before the (slow) load
     if step != "all" and not step.strip().isdigit():
@@ -65,7 +62,9 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
     found = loader.find_traces(trace)
     if len(found) != 1:
         raise UsageError(f"{trace} holds {len(found)} traces; give one trace file")
+    output.check_outputs([output_path], found, force=force)  # never over the trace
     tl = loader.load(found[0])
+    notices([tl])
     result = run_whatif(tl, list(scenarios), step=step).to_dict()
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
