@@ -98,14 +98,19 @@ STARTUP_KINDS = frozenset({"overhead"})
 def default_window(timeline: Timeline) -> tuple[int, int, str]:
     """``(start_ns, end_ns, basis)`` of what a whole-trace report analyses.
 
-    The profiled steps (first ProfilerStep start to last step end) when there are
-    any; else the profiler's own recording span (its ``Trace`` event), tightened to
-    the events inside it; else first event start to last event end. The profiler's
-    start-up (``Activity Buffer Request``, category ``overhead``) never opens the window.
+    The profiled steps (first ProfilerStep start to last step end, counting steps that
+    repeat a number or lie inside another) when there are any; else the profiler's own
+    recording span (its ``Trace`` event), tightened to the events inside it; else first
+    event start to last event end. The profiler's start-up (``Activity Buffer Request``,
+    category ``overhead``) never opens the window.
     """
     rows = _step_rows(timeline)
     if rows:
-        return min(s for _, s, _ in rows), max(e for _, _, e in rows), "steps"
+        lo, hi = min(s for _, s, _ in rows), max(e for _, _, e in rows)
+        extent = timeline.meta.extra.get("steps_extent_ns")  # steps repeated or nested
+        if extent:
+            lo, hi = min(lo, int(extent[0])), max(hi, int(extent[1]))
+        return lo, hi, "steps"
     lo, hi = _event_span(timeline)
     span = timeline.meta.extra.get("profiler_span_ns")
     if span and lo is not None and hi is not None:
