@@ -215,8 +215,8 @@ def compare(a: Report, b: Report) -> dict[str, Any]:
     devs_b = {row.get("device") for row in _rows(b, "devices")}
     return {
         "schema": SCHEMA,
-        "a": {"trace": a.get("trace"), "window": a.get("window")},
-        "b": {"trace": b.get("trace"), "window": b.get("window")},
+        "a": {"trace": a.get("trace"), "window": a.get("window"), **_input(a)},
+        "b": {"trace": b.get("trace"), "window": b.get("window"), **_input(b)},
         "speedup": {
             "span": _ratio(_num(a.get("span_us")), _num(b.get("span_us"))),
             "gpu_span": _ratio(_num(a.get("gpu_span_us")), _num(b.get("gpu_span_us"))),
@@ -342,12 +342,35 @@ def speedup_words(result: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _input(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's ``salvaged`` and ``warnings``, only where there are any."""
+    out: dict[str, Any] = {}
+    if r.get("salvaged"):
+        out["salvaged"] = r["salvaged"]
+    if r.get("warnings"):
+        out["warnings"] = list(r["warnings"])
+    return out
+
+
+def _input_lines(result: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for side in ("a", "b"):
+        s = result[side].get("salvaged")
+        if s:
+            lines.append(f"  {side.upper()} was cut short ({s.get('reason')}): only the "
+                         f"{s.get('events_kept', 0):,} complete events before the cut count")
+        lines += [f"  {side.upper()} read leniently: {w}"
+                  for w in result[side].get("warnings") or ()]
+    return lines
+
+
 def format_text(result: Mapping[str, Any], *, top: int = 10) -> str:
     """A terminal rendering: speedups, the ``top`` largest changes, then every figure."""
     lines = [
         "traceprobe compare",
         f"  A: {result['a'].get('trace')}{_step(result['a'])}",
         f"  B: {result['b'].get('trace')}{_step(result['b'])}",
+        *_input_lines(result),
         "",
     ]
     lines += [f"  * {s}" for s in speedup_words(result)]

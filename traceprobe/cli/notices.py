@@ -39,6 +39,17 @@ def notices(timelines: Sequence[Any], *, strict: bool = False) -> None:
             click.echo(f"traceprobe: warning: {tl.source}: {w}", err=True)
 
 
+def input_lines(tl: Any) -> list[str]:
+    """The same, as lines for a report that has no place of its own for them (whatif)."""
+    out = []
+    salvaged = tl.meta.extra.get("salvaged")
+    if salvaged is not None:
+        out.append(f"notice: the trace was cut short ({salvaged['reason']}): only the "
+                   f"{salvaged['events_kept']:,} complete events before the cut were replayed")
+    out += [f"warning: {w}" for w in tl.meta.extra.get("warnings", ())]
+    return out
+
+
 def rank_notices(data: Any) -> None:
     """The many-rank summary's per-rank salvage and lenient-reading notes, on stderr too."""
     for note in (data.get("ranks") or {}).get("notes") or ():

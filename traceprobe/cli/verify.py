@@ -70,6 +70,8 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
     data = verify_dir(directory, jobs=jobs, errors=errors)
     for e in errors:
         click.echo(f"traceprobe: error: {e}", err=True)
+    for line in dict.fromkeys(n for v in data["verdicts"] for n in v.get("notices") or ()):
+        click.echo(f"traceprobe: {line}", err=True)  # salvaged or read leniently
     if not data["verdicts"] and errors:
         raise click.exceptions.Exit(TraceError.exit_code)  # nothing could be read
     output.write_text(output_path, render(data, fmt), force=force)

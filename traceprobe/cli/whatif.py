@@ -47,7 +47,7 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
         3  the trace could not be read or understood
         4  the output exists (use --force), is the trace, or cannot be written
     """
-    from traceprobe.cli.notices import notices
+    from traceprobe.cli.notices import input_lines, notices
     from traceprobe.graph import whatif as run_whatif
     from traceprobe.graph.scenarios import parse
     from traceprobe.load import pipeline as loader
@@ -66,6 +66,7 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
     tl = loader.load(found[0])
     notices([tl])
     result = run_whatif(tl, list(scenarios), step=step).to_dict()
+    result["notes"] = [*input_lines(tl), *(result.get("notes") or [])]
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     else:
