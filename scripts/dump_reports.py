@@ -31,6 +31,22 @@ def _traces() -> list[Path]:
     return sorted(set(out))
 
 
+def _name(p: Path) -> str:
+    """The file's name in the dump: its path from the checkout (or from shared/corpus), so
+    that two checkouts (worktrees) of the project give the same names."""
+    for root, tag in ((REPO, ""), (REPO.parent / "shared", "shared__")):
+        try:
+            return tag + str(p.relative_to(root)).replace("/", "__")
+        except ValueError:
+            pass
+    return str(p).replace("/", "__")
+
+
+def _local(text: str) -> str:
+    """Paths inside a report, made independent of where the checkout is."""
+    return text.replace(str(REPO.parent / "shared"), "<shared>").replace(str(REPO), "<repo>")
+
+
 def _drop(d, keys):
     for k in keys:
         parts = k.split(".")
@@ -55,13 +71,13 @@ def dump(out: Path, ignore: list[str], big: bool) -> int:
     for p in _traces():
         if not big and p.stat().st_size > 3_000_000:
             continue
-        rel = str(p.relative_to(p.anchor)).replace("/", "__")
+        rel = _name(p)
         try:
             rep = traceprobe.analyze(traceprobe.load(str(p)), step="all").to_dict()
             text = json.dumps(_drop(rep, ignore), indent=1, sort_keys=True, default=str)
         except TraceprobeError as e:
             text = f"error: {type(e).__name__}: {e}\n"
-        (out / f"{rel}.json").write_text(text)
+        (out / f"{rel}.json").write_text(_local(text))
         n += 1
     for d in sorted({p.parent for p in _traces()}):
         files = traceprobe.find_traces(str(d))
@@ -72,8 +88,8 @@ def dump(out: Path, ignore: list[str], big: bool) -> int:
             text = json.dumps(_drop(rep, ignore), indent=1, sort_keys=True, default=str)
         except TraceprobeError as e:
             text = f"error: {type(e).__name__}: {e}\n"
-        rel = str(d.relative_to(d.anchor)).replace("/", "__")
-        (out / f"many__{rel}.json").write_text(text)
+        rel = _name(d)
+        (out / f"many__{rel}.json").write_text(_local(text))
         n += 1
     print(f"dump_reports: {n} reports in {out}")
     return 0
