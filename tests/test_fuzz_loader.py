@@ -1,7 +1,9 @@
 """Fuzzing the loader through the CLI, in-process: mutations of a real trace.
 
 Whatever the bytes (cut short, flipped, values of the wrong type, huge and negative
-numbers, deep nesting), ``traceprobe analyze`` exits with a documented code (README
+numbers, deep nesting; odd ``ph``/``cat``/``device``/``bytes`` values, repeated and nested
+ProfilerStep annotations, control characters and escape sequences in names, megabytes of
+whitespace), ``traceprobe analyze`` exits with a documented code (README
 "Exit codes": 0 report, 2 usage, 3 bad input) and never with a traceback or the
 internal-error code 70: an error is one stderr line naming the file. Bounded (a few
 dozen derandomized examples on a small committed trace) so CI stays fast; set
@@ -35,7 +37,11 @@ DOCUMENTED = {0, 2, 3}
 ODD_VALUES = [
     None, True, -1, -1e300, 1e300, 1e30, "1e30", 2**64, -(2**63), 0.9, "", "x", [], [1, 2],
     {"a": 1}, "0x10", 9.3e15, -5, "NaN",
+    # issue 24's categories: phases, categories, devices and sizes that need a rule
+    "Z", "B", "i", "kernel", "gpu_memcpy", "abc", False, "stream 99999999999999999999999",
+    "\x1b]0;title\x07\x1b[2J", "=cmd|' /C calc'!A0", "a\nb", "\u202e", "ProfilerStep#1",
 ]
+SHOWN = ["text", "markdown", "html", "json"]
 FIELDS = ["ts", "dur", "ph", "cat", "name", "pid", "tid", "args"]
 ARGS = ["device", "stream", "correlation", "External id", "bytes", "fromDevice", "toDevice"]
 
@@ -45,7 +51,12 @@ def mutate_json(doc: dict, rng: random.Random, n: int) -> bytes:
     d = json.loads(json.dumps(doc))
     events = d["traceEvents"]
     for _ in range(n):
-        what = rng.randrange(6)
+        what = rng.randrange(9)
+        if what == 7:  # megabytes of whitespace, leading or between events
+            text = json.dumps(d)
+            at = rng.choice([0, text.find("},") + 2])
+            pad = rng.choice([" ", "\n", "\t", "\r\n"]) * rng.choice([10**6, 4 * 10**6])
+            return (text[:at] + pad + text[at:]).encode()
         ev = events[rng.randrange(len(events))] if events else {}
         value = rng.choice(ODD_VALUES)
         if not isinstance(ev, dict):  # an earlier mutation put a non-event here
@@ -61,6 +72,18 @@ def mutate_json(doc: dict, rng: random.Random, n: int) -> bytes:
         elif what == 3:
             top = ["deviceProperties", "distributedInfo", "traceName", "schemaVersion"]
             d[rng.choice(top)] = value
+        elif what == 5 and events:  # a step annotation repeated, or nested in another
+            step = next((e for e in events if isinstance(e, dict)
+                         and str(e.get("name", "")).startswith("ProfilerStep#")), None)
+            if step is not None:
+                dup = dict(step)
+                if rng.random() < 0.5 and isinstance(dup.get("ts"), (int, float)):
+                    dup["ts"] = dup["ts"] + 1
+                    dup["name"] = "ProfilerStep#" + str(rng.choice([1, 2, 99, 2**70]))
+                events.append(dup)
+        elif what == 6:  # a name with control characters and terminal escapes
+            ev["name"] = rng.choice(["\x1b[2J\x1b]0;owned\x07k", "a\x00b", "\r\nfake: error",
+                                     "=HYPERLINK(1)", "+1", "-1", "@x"])
         elif what == 4 and isinstance(ev, dict):  # deep nesting, written as text
             depth = rng.choice([10, 1000, 50_000])
             ev["deep"] = "__DEEP__"
@@ -109,12 +132,16 @@ def test_any_mutation_exits_with_a_documented_code_and_no_traceback(
         data = mutate_bytes(gzip.compress(data, mtime=0), rng, n)
     path = tmp_path / f"fuzz-{seed}.json"
     path.write_bytes(data)
-    result = CliRunner().invoke(cli, ["analyze", str(path), "-f", "json", "-j", "1"])
+    shown = SHOWN[seed % len(SHOWN)]
+    result = CliRunner().invoke(cli, ["analyze", str(path), "-f", shown, "-j", "1"])
     err = result.stderr
     assert result.exit_code in DOCUMENTED, (result.exit_code, err, result.exception)
     assert "Traceback" not in err and "internal error" not in err, err
     if result.exit_code == 0:
-        json.loads(result.stdout)  # a whole report
+        if shown == "json":
+            json.loads(result.stdout)  # a whole report
+        else:  # no raw escape or control character reaches a terminal or a file
+            assert not any(c in result.stdout for c in ("\x1b", "\x07", "\x00", "\r")), shown
     else:
         lines = err.splitlines()
         assert len(lines) == 1 and str(path) in lines[0], err

@@ -37,6 +37,49 @@ STDOUT = "-"
 PATH_MAX = 4096  # Linux's limit on a path given to a system call, NUL included
 
 
+# control characters (C0 but tab and newline, DEL, C1) and bidirectional overrides: shown
+# as \uXXXX, which is also a JSON escape of the same character (a JSON string stays valid)
+_UNSAFE = [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0),
+           *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_PRINTABLE = {c: f"\\u{c:04x}" for c in _UNSAFE}
+_ONE_LINE = {**_PRINTABLE, 0x0A: "\\u000a", 0x09: " "}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters and escape sequences made visible (``\\u001b``):
+    a name from a trace cannot clear the screen, set the window title or fake a line."""
+    return text.translate(_PRINTABLE)
+
+
+def one_line(text: str) -> str:
+    """:func:`printable`, and a newline too (a message is one line, whatever a file name
+    holds)."""
+    return text.translate(_ONE_LINE)
+
+
+def printable_data(obj: Any) -> Any:
+    """A copy of a report dict (lists, dicts, strings) with every string :func:`printable`:
+    for a renderer that adds terminal colour codes of its own afterwards."""
+    if isinstance(obj, str):
+        return printable(obj)
+    if isinstance(obj, dict):
+        return {k: printable_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [printable_data(v) for v in obj]
+    return obj
+
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with ``= + - @`` (or a tab or
+    CR) gets a leading ``'`` (OWASP's advice), so a kernel name is never run as a formula;
+    control characters are made visible as in :func:`printable`."""
+    value = printable(value)
+    return "'" + value if value.startswith(_FORMULA) else value
+
+
 def is_stdout(path: str | os.PathLike[str] | None) -> bool:
     return path is None or str(path) == STDOUT
 
@@ -156,8 +199,13 @@ def _missing_parent(p: Path, parent: Path) -> str:
     return f"Cannot write {p}: directory {parent} does not exist; create it first"
 
 
-def write_text(path: str | os.PathLike[str] | None, text: str, *, force: bool = False) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically; ``-`` or None means stdout."""
+def write_text(path: str | os.PathLike[str] | None, text: str, *, force: bool = False,
+               raw: bool = False) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically; ``-`` or None means stdout. Control
+    characters are made visible (:func:`printable`) unless ``raw`` (text whose names were
+    made printable before the renderer added its own colour codes)."""
+    if not raw:
+        text = printable(text)
     if is_stdout(path):
         _write_stdout(text)
         return

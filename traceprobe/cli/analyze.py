@@ -14,7 +14,7 @@ from typing import Any, Literal
 import click
 
 from traceprobe import output
-from traceprobe.cli.notices import notices
+from traceprobe.cli.notices import notices, say
 from traceprobe.cli.options import output_options, pick_format
 from traceprobe.cli.ranks import RANKS_AUTO, color_terminal, engine_options, summarise, unique
 from traceprobe.errors import TraceError, UsageError
@@ -129,7 +129,7 @@ def analyze(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bo
         from traceprobe import hta_bridge
 
         for failure in hta_bridge.add_hta(files, per_trace):
-            click.echo(f"traceprobe: warning: {failure}", err=True)
+            say(f"traceprobe: warning: {failure}")
     _write(data, timelines, fmt, output_path, top=top, force=force)
     _write_extras(timelines, files, per_trace, csv_dir, plot_path, tb=tb, force=force)
     if errors and not skip_bad:
@@ -187,7 +187,7 @@ def _load(files: list[Path], jobs: int | None, *, strict: bool
                                    errors=errors)
         files = loading.loaded
     for e in errors:
-        click.echo(f"traceprobe: error: {e}", err=True)
+        say(f"traceprobe: error: {e}")
     if not timelines:
         raise click.exceptions.Exit(TraceError.exit_code)
     notices(timelines, strict=strict)
@@ -212,6 +212,7 @@ def _report(timelines: list[Any], step: int | Literal["all"] | None,
 
 def _write(data: dict[str, Any], timelines: list[Any], fmt: str, output_path: str, *,
            top: int | None, force: bool) -> None:
+    color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
     if fmt == "html":
         from traceprobe.render.html import render_html
 
@@ -219,9 +220,9 @@ def _write(data: dict[str, Any], timelines: list[Any], fmt: str, output_path: st
     else:
         from traceprobe.render import render
 
-        text = render(data, fmt, top=top, color=fmt == "text" and output.is_stdout(output_path)
-                      and _color_terminal())
-    output.write_text(output_path, text, force=force)
+        # colour codes are the renderer's own: the names are made printable before it runs
+        text = render(output.printable_data(data) if color else data, fmt, top=top, color=color)
+    output.write_text(output_path, text, force=force, raw=color)
 
 
 def _write_extras(timelines: list[Any], files: list[Path], per_trace: list[dict[str, Any]],

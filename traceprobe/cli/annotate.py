@@ -40,16 +40,14 @@ def annotate(trace: Path, output_path: str, force: bool) -> None:
         4  the output exists (use --force), is TRACE itself, or cannot be written
     """
     from traceprobe.annotate import annotate_file, check_output
+    from traceprobe.cli.notices import notices, say
 
     out = Path(output_path)
     check_output(out, trace, force=force)  # refuse before loading anything
     summary = annotate_file(trace, out, force=force)
     if summary.timeline is not None:
-        from traceprobe.cli.notices import notices
-
         notices([summary.timeline])
-    click.echo(
+    say(
         f"wrote {summary.output}: {summary.events:,} events on {summary.tracks} new tracks "
-        f"({summary.bytes:,} bytes)",
-        err=True,
+        f"({summary.bytes:,} bytes)"
     )

@@ -15,6 +15,7 @@ import click
 
 from traceprobe import expect
 from traceprobe.errors import ExpectationFailed, UsageError
+from traceprobe.output import printable
 
 
 def _help() -> str:
@@ -88,9 +89,9 @@ def check(
         outcomes.append((trace, expect.evaluate(data, expectations)))
 
     if fmt == "json":
-        click.echo(json.dumps(_as_json(outcomes, step), indent=2, ensure_ascii=False))
+        click.echo(printable(json.dumps(_as_json(outcomes, step), indent=2, ensure_ascii=False)))
     else:
-        click.echo(_as_text(outcomes, step), nl=False)
+        click.echo(printable(_as_text(outcomes, step)), nl=False)
 
     failed = [(t, [r for r in res if not r.passed]) for t, res in outcomes]
     failed = [(t, res) for t, res in failed if res]

@@ -15,6 +15,12 @@ from typing import Any
 import click
 
 from traceprobe.errors import TraceError
+from traceprobe.output import one_line
+
+
+def say(line: str) -> None:
+    """One line on stderr, whatever a file name or a trace's text holds."""
+    click.echo(one_line(line), err=True)
 
 
 def notices(timelines: Sequence[Any], *, strict: bool = False) -> None:
@@ -29,14 +35,13 @@ def notices(timelines: Sequence[Any], *, strict: bool = False) -> None:
                     "before the cut could be analysed",
                     "drop --strict to analyse them, or record the trace again",
                 )
-            click.echo(
+            say(
                 f"traceprobe: notice: {tl.source}: {salvaged['reason']}; analysing the "
                 f"{salvaged['events_kept']:,} complete events before the cut "
-                f"({salvaged['bytes_read']:,} bytes of JSON)",
-                err=True,
+                f"({salvaged['bytes_read']:,} bytes of JSON)"
             )
         for w in tl.meta.extra.get("warnings", ()):
-            click.echo(f"traceprobe: warning: {tl.source}: {w}", err=True)
+            say(f"traceprobe: warning: {tl.source}: {w}")
 
 
 def input_lines(tl: Any) -> list[str]:
@@ -57,4 +62,4 @@ def rank_notices(data: Any) -> None:
         kind = rest.split(":", 1)[0]
         if sep and head.startswith("rank ") and kind in ("notice", "warning"):
             trace = head.split(" (", 1)[1] if " (" in head else head
-            click.echo(f"traceprobe: {kind}: {trace}: {rest.split(': ', 1)[1]}", err=True)
+            say(f"traceprobe: {kind}: {trace}: {rest.split(': ', 1)[1]}")

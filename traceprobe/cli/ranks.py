@@ -89,6 +89,7 @@ def summarise(files: Sequence[Path], fmt: str, output_path: str, *, force: bool,
     data = analyze_ranks(files, cluster=cluster, scheduler=scheduler, jobs=jobs, rank=rank,
                          progress=sys.stderr.isatty())
     rank_notices(data)
+    color = fmt == "text" and output.is_stdout(output_path) and color_terminal()
     if fmt == "html":
         from traceprobe.render.html import render_html
 
@@ -96,9 +97,9 @@ def summarise(files: Sequence[Path], fmt: str, output_path: str, *, force: bool,
     else:
         from traceprobe.render import render
 
-        text = render(data, fmt, top=top, color=fmt == "text" and output.is_stdout(output_path)
-                      and color_terminal())
-    output.write_text(output_path, text, force=force)
+        # colour codes are the renderer's own: the names are made printable before it runs
+        text = render(output.printable_data(data) if color else data, fmt, top=top, color=color)
+    output.write_text(output_path, text, force=force, raw=color)
     if csv_dir is not None:
         write_ranks_csv(data, csv_dir, force=force)
 

@@ -55,6 +55,7 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
            0 with --skip-bad when at least one variant was read
         4  the output exists (use --force), is a file of DIR, or cannot be written
     """
+    from traceprobe.cli.notices import say
     from traceprobe.errors import TraceError
     from traceprobe.render.verdicts import render
     from traceprobe.verify import verify_dir
@@ -69,9 +70,9 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
     errors: list[TraceError] = []
     data = verify_dir(directory, jobs=jobs, errors=errors)
     for e in errors:
-        click.echo(f"traceprobe: error: {e}", err=True)
+        say(f"traceprobe: error: {e}")
     for line in dict.fromkeys(n for v in data["verdicts"] for n in v.get("notices") or ()):
-        click.echo(f"traceprobe: {line}", err=True)  # salvaged or read leniently
+        say(f"traceprobe: {line}")  # salvaged or read leniently
     if not data["verdicts"] and errors:
         raise click.exceptions.Exit(TraceError.exit_code)  # nothing could be read
     output.write_text(output_path, render(data, fmt), force=force)
