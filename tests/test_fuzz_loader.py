@@ -145,3 +145,77 @@ def test_any_mutation_exits_with_a_documented_code_and_no_traceback(
     else:
         lines = err.splitlines()
         assert len(lines) == 1 and str(path) in lines[0], err
+
+
+# ----------------------------------------------------------------------------- issue 24's categories
+# Each new category once, deterministically (the random search above may or may not reach it):
+# the run ends with a documented code, in every format, and a lenient reading is said.
+
+CATEGORIES = {
+    "ph": lambda ev: ev.__setitem__("ph", "x"),
+    "no ph": lambda ev: ev.pop("ph", None),
+    "cat": lambda ev: ev.__setitem__("cat", ""),
+    "device": lambda ev: ev.setdefault("args", {}).__setitem__("device", True),
+    "bytes": lambda ev: ev.setdefault("args", {}).__setitem__("bytes", "abc"),
+    "name": lambda ev: ev.__setitem__("name", "\x1b]0;t\x07\x1b[2Jk\r\nx"),
+}
+
+
+def _gpu_doc() -> dict:
+    return json.loads(json.dumps(DOCS[1]))
+
+
+def _first(doc: dict, cat: str) -> dict:
+    return next(e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("cat") == cat)
+
+
+def _analyze_all_formats(tmp_path: Path, data: bytes) -> list[str]:
+    path = tmp_path / "t.json"
+    path.write_bytes(data)
+    errs = []
+    for fmt in SHOWN:
+        r = CliRunner().invoke(cli, ["analyze", str(path), "-f", fmt, "-j", "1"])
+        assert r.exit_code in DOCUMENTED and "internal error" not in r.stderr, r.stderr
+        if fmt != "json":
+            assert not any(c in r.stdout for c in ("\x1b", "\x07", "\r")), fmt
+        errs.append(r.stderr)
+    return errs
+
+
+def test_each_new_category_is_read_and_said(tmp_path):
+    for what, change in CATEGORIES.items():
+        doc = _gpu_doc()
+        if what == "bytes":  # a copy of the first kernel's place and clock
+            k = _first(doc, "kernel")
+            doc["traceEvents"].append({**k, "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> "
+                                       "Device)", "args": {**k.get("args", {}), "bytes": 8}})
+        change(_first(doc, "gpu_memcpy" if what == "bytes" else "kernel"))
+        errs = _analyze_all_formats(tmp_path, json.dumps(doc).encode())
+        if what != "name":
+            assert all("traceprobe: warning:" in e for e in errs), (what, errs)
+
+
+def test_repeated_and_nested_step_annotations(tmp_path):
+    doc = _gpu_doc()
+    step = next(e for e in doc["traceEvents"] if isinstance(e, dict)
+                and str(e.get("name", "")).startswith("ProfilerStep#"))
+    doc["traceEvents"] += [dict(step), {**step, "ts": step["ts"] + 1, "name": "ProfilerStep#77"}]
+    errs = _analyze_all_formats(tmp_path, json.dumps(doc).encode())
+    assert all("repeat a step number" in e and "start inside another step" in e for e in errs)
+
+
+def test_megabytes_of_whitespace_take_linear_time(tmp_path):
+    """16 MB of spaces before, between and after the events: read in well under the time the
+    old per-chunk rescans took (about 9 s for 5 MB of leading spaces, growing faster)."""
+    import time
+
+    text = json.dumps(DOCS[1])
+    at = text.find("},") + 2
+    pad = " " * (16 << 20)
+    for data in (pad + text, text[:at] + pad + text[at:], text + pad):
+        path = tmp_path / "ws.json"
+        path.write_text(data)
+        t0 = time.perf_counter()
+        r = CliRunner().invoke(cli, ["analyze", str(path), "-f", "json", "-j", "1"])
+        assert r.exit_code == 0, r.stderr
+        assert time.perf_counter() - t0 < 30
