@@ -161,6 +161,9 @@ class Report:
 
     def _dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema": SCHEMA, **plain(self)}
+        # µs floats resolve ~0.25 µs at epoch scale: the exact integer ns beside them
+        out["window"]["start_ns"] = int(self.window.start_ns)
+        out["window"]["end_ns"] = int(self.window.end_ns)
         if self.salvaged is None:
             del out["salvaged"]  # present only for a file that was cut short
         out["steps"] = [
