@@ -32,6 +32,8 @@ def analyze_ranks(
     progress: bool = False,
 ) -> dict[str, Any]:
     paths = [str(f) for f in files]
+    if jobs is not None:
+        jobs = max(1, min(jobs, len(paths)))  # no more workers than traces, on any engine
     with choose(cluster=cluster, scheduler=scheduler, jobs=jobs) as engine:
         results = engine.map(summarise, paths, progress=progress)
         failed = [r for r in results if isinstance(r, Failure)]
