@@ -28,7 +28,7 @@ the order given.
     number from ``MIN_FACTOR`` (1e-3: 1000x slower) to ``MAX_FACTOR`` (1e9).
 ``spread:REGEX=N``
     Kernels (and memsets) matching REGEX are asserted independent of each other and go
-    round-robin on N new streams per device: each waits for the last non-matching op
+    round-robin on N (1 to 1024) new streams per device: each waits for the last non-matching op
     before it on its old stream (the fork), and the next non-matching op after it waits
     for it (the join). GPU-filling kernels still do not run together.
 
