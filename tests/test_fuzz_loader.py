@@ -147,7 +147,7 @@ def test_any_mutation_exits_with_a_documented_code_and_no_traceback(
         assert len(lines) == 1 and str(path) in lines[0], err
 
 
-# ----------------------------------------------------------------------------- issue 24's categories
+# ------------------------------------------------------------------------ issue 24's categories
 # Each new category once, deterministically (the random search above may or may not reach it):
 # the run ends with a documented code, in every format, and a lenient reading is said.
 

@@ -61,13 +61,13 @@ class LazyGroup(click.Group):
             ctx.fail(f"No such command '{name}'.{hint}")
         return super().resolve_command(ctx, args)
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kw: Any) -> Any:
+    def main(self, *args: Any, standalone_mode: bool = True, **kw: Any) -> Any:  # type: ignore[override]
         """As click's, but a usage error is one ``traceprobe: error:`` line (click prints
         a block of usage, a hint and the error), with control characters made visible."""
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kw)
+            return super().main(*args, standalone_mode=False, **kw)  # type: ignore[call-overload]
         try:
-            rv = super().main(*args, standalone_mode=False, **kw)
+            rv = super().main(*args, standalone_mode=False, **kw)  # type: ignore[call-overload]
         except click.exceptions.ClickException as e:
             click.echo(usage_line(e), err=True)
             sys.exit(e.exit_code)

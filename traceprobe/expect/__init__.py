@@ -202,7 +202,8 @@ def _read_bounded(p: Path) -> bytes:
     try:
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while size <= MAX_FILE_BYTES:
             chunk = os.read(fd, 65536)
             if not chunk:

@@ -303,7 +303,7 @@ def _step_number(name: Any) -> int:
 
 def _steps(
     cpu: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray
-) -> tuple[pd.DataFrame, list[int] | None]:
+) -> tuple[pd.DataFrame, list[int] | None, dict[str, Any]]:
     """``ProfilerStep#N`` windows of the thread that has the most of them; and, when some
     repeat a number or start inside another step, how many (and all of them's extent)."""
     if not cpu:

@@ -106,11 +106,11 @@ def default_window(timeline: Timeline) -> tuple[int, int, str]:
     """
     rows = _step_rows(timeline)
     if rows:
-        lo, hi = min(s for _, s, _ in rows), max(e for _, _, e in rows)
+        first, last = min(s for _, s, _ in rows), max(e for _, _, e in rows)
         extent = timeline.meta.extra.get("steps_extent_ns")  # steps repeated or nested
         if extent:
-            lo, hi = min(lo, int(extent[0])), max(hi, int(extent[1]))
-        return lo, hi, "steps"
+            first, last = min(first, int(extent[0])), max(last, int(extent[1]))
+        return first, last, "steps"
     lo, hi = _event_span(timeline)
     span = timeline.meta.extra.get("profiler_span_ns")
     if span and lo is not None and hi is not None:
