@@ -4,6 +4,9 @@
     python scripts/bench.py TRACE --scale 1,2,5,10,24 [--runs 3] [--gzip | --no-gzip]
     python scripts/bench.py TEMPLATES_DIR --ranks 1024 [--sizes 1,4] [--runs 1]
                                             (many ranks: local vs Dask, scripts/bench_ranks.py)
+    python scripts/bench.py TEMPLATES_DIR --ranks 256 --url [--sizes 1,4] [--runs 1]
+                                            (the ranks on local disk vs an S3 server, both on a
+                                            Dask LocalCluster: scripts/bench_url.py)
 
 Every measured thing runs as its own whole process (interpreter start and imports
 included, as a user pays them), one at a time, the rows taking turns round by round
@@ -759,7 +762,20 @@ def main(argv: list[str] | None = None) -> int:
                     "folder), local processes vs a Dask LocalCluster (scripts/bench_ranks.py)")
     ap.add_argument("--sizes", default="1,4", metavar="K,K",
                     help="--ranks: size multipliers of the generated traces (default 1,4)")
+    ap.add_argument("--url", action="store_true",
+                    help="--ranks: the job on local disk vs on an S3 server on 127.0.0.1 "
+                    "(moto), both on a Dask LocalCluster (scripts/bench_url.py)")
     a = ap.parse_args(argv)
+    if a.url and not a.ranks:
+        ap.error("--url measures a many-rank job: give --ranks N")
+    if a.ranks and a.url:
+        import bench_url
+
+        if "--runs" not in (argv if argv is not None else sys.argv):
+            a.runs = 1
+        if a.write_docs:
+            _markers(a.write_docs, bench_url.MARKER)
+        return bench_url.main(a, machine_lines(), write_docs)
     if a.ranks:
         import bench_ranks
 

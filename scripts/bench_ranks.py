@@ -94,9 +94,15 @@ def raw_mb(path: Path) -> float:
 
 
 def run(job: Path, engine: list[str], workdir: Path) -> tuple[float, float, int]:
+    return run_args([str(job), *engine], workdir)
+
+
+def run_args(args: list[str], workdir: Path) -> tuple[float, float, int]:
+    """``traceprobe analyze ARGS -j CORES -f json -o WORKDIR/out.json`` as a whole process:
+    (wall s, client peak MB, exit code)."""
     res, out = workdir / "res", workdir / "out.json"
     res.unlink(missing_ok=True)
-    argv = [sys.executable, "-c", CHILD, str(res), "analyze", str(job), *engine,
+    argv = [sys.executable, "-c", CHILD, str(res), "analyze", *args,
             "-j", str(_cores()), "-f", "json", "-o", str(out), "--force"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     t0 = time.perf_counter()
@@ -106,7 +112,7 @@ def run(job: Path, engine: list[str], workdir: Path) -> tuple[float, float, int]
         hwm, rc = res.read_text().split()
     except (OSError, ValueError):
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
-        raise SystemExit(f"bench-ranks: {' '.join(engine)} failed: {tail}") from None
+        raise SystemExit(f"bench-ranks: {' '.join(args)} failed: {tail}") from None
     return dt, int(hwm) / 1024, int(rc)
 
 

@@ -20,14 +20,14 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt "$stamp" ]; then
     echo "bootstrap: installing into ./.venv: traceprobe (editable) with every extra (record:" \
-         "torch; plot, tensorboard, hta, fast, dask, test, dev); this takes a few minutes the first time"
+         "torch; plot, tensorboard, hta, fast, dask, s3, test, dev); this takes a few minutes the first time"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     # torch 2.13.0 is the CPU build available offline on these machines; a GPU machine may
     # already have torch: pip keeps an installed torch that satisfies traceprobe[record].
     if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
         "$VENV/bin/python" -m pip install -q "torch==2.13.0" || "$VENV/bin/python" -m pip install -q torch
     fi
-    "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,dask,test,dev]"
+    "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,dask,s3,test,dev]"
     # bytecode for traceprobe's own modules (an editable install leaves them uncompiled)
     "$VENV/bin/python" -m compileall -q traceprobe >/dev/null || true
     touch "$stamp"

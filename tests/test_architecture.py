@@ -22,7 +22,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 # Layers, lowest first. A module may import only from its own layer or lower ones.
 LAYERS = [
-    {"errors", "intervals", "timeline", "output"},
+    {"errors", "intervals", "timeline", "output", "urls"},
     {"load"},
     {"metrics", "graph"},
     {"report"},

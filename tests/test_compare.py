@@ -99,37 +99,41 @@ def test_figures_are_in_fixed_order_with_deltas() -> None:
         "streams[1].concurrent_us", "streams[1].max_concurrent",
         "serial.speedup_vs_span", "serial.parallelism", "launch_latency.p50_us",
     ]
-    assert rows["span_us"] == {"key": "span_us", "label": "span", "unit": "us", "a": 2000.0,
+    assert rows["span_us"] == {"key": "span_us", "label": "span", "unit": "us",
+                               "scope": "window", "better": "lower", "a": 2000.0,
                                "b": 1000.0, "delta": -1000.0, "relative": -0.5}
     assert rows["cross_device[0-1].overlap_us"]["relative"] is None  # from 0
     assert rows["devices[0].utilization"]["delta"] == pytest.approx(0.45)
 
 
-def test_changes_rank_by_fold_and_skip_unchanged_figures() -> None:
+def test_changes_rank_by_time_at_stake_then_fold_and_skip_unchanged_figures() -> None:
     changes = compare(sequential(), parallel())["changes"]
-    assert [(c["key"], c["fold"]) for c in changes] == [
-        ("cross_device[0-1].fraction_of_either", None),  # from 0: ranks first, figure order
-        ("cross_device[0-1].overlap_us", None),
-        ("multi_device_us", None),
-        ("devices[0].idle_us", 11.0),
-        ("devices[1].idle_us", 11.0),
-        ("span_us", 2.0),
-        ("devices[0].utilization", 2.0),
-        ("devices[1].utilization", 2.0),
-        ("gpu_span_us", 1800.0 / 950.0),
-        ("serial.speedup_vs_span", 1800.0 / 950.0),
-        ("serial.parallelism", 1800.0 / 950.0),
+    # no steps: the window is the step; times by µs at stake, then the rest by fold
+    assert [(c["key"], c["at_stake_us"], c["fold"]) for c in changes] == [
+        ("span_us", 1000.0, 2.0),  # 2000 -> 1000 µs
+        ("devices[0].idle_us", 1000.0, 11.0),  # 1100 -> 100 µs
+        ("devices[1].idle_us", 1000.0, 11.0),
+        ("gpu_span_us", 850.0, 1800.0 / 950.0),
+        ("cross_device[0-1].overlap_us", 850.0, None),  # 0 -> 850 µs
+        ("multi_device_us", 850.0, None),
+        ("cross_device[0-1].fraction_of_either", None, None),  # from 0: first of the rest
+        ("devices[0].utilization", None, 2.0),
+        ("devices[1].utilization", None, 2.0),
+        ("serial.speedup_vs_span", None, 1800.0 / 950.0),
+        ("serial.parallelism", None, 1800.0 / 950.0),
     ]
+    assert {c["effect"] for c in changes} == {"better"}  # B overlaps: every figure improved
+    assert not any(c["regression"] for c in changes)
 
 
 def test_changes_in_plain_words() -> None:
     texts = [c["text"] for c in compare(sequential(), parallel())["changes"]]
-    assert texts[0] == (
+    assert texts[6] == (
         "GPU 0 & 1 overlap (share of time either was busy) rose from 0.0% to 89.5% (+89.5 points)"
     )
-    assert texts[1] == "GPU 0 & 1 overlap time rose from 0 to 850 µs"
-    assert texts[3] == "GPU 0 idle fell from 1.10 ms to 100 µs (-90.9%, 11.00× less)"
-    assert texts[5] == "span fell from 2.00 ms to 1.00 ms (-50.0%, 2.00× less)"
+    assert texts[4] == "GPU 0 & 1 overlap time rose from 0 to 850 µs"
+    assert texts[1] == "GPU 0 idle fell from 1.10 ms to 100 µs (-90.9%, 11.00× less)"
+    assert texts[0] == "span fell from 2.00 ms to 1.00 ms (-50.0%, 2.00× less)"
     assert texts[9] == "overlap speedup (serial time / GPU span) rose from 1.00× to 1.89× " \
                        "(+89.5%, 1.89× more)"
 
@@ -204,11 +208,10 @@ def test_text_rendering() -> None:
         "  * B is 2.00× faster than A over the whole window",
         "  * B is 1.89× faster than A over the GPU span",
         "",
-        "What changed most (largest relative change first):",
-        "  1. GPU 0 & 1 overlap (share of time either was busy) rose from 0.0% to 89.5% "
-        "(+89.5 points)",
+        "What changed most (step time at stake first, then relative change):",
+        "  1. span fell from 2.00 ms to 1.00 ms (-50.0%, 2.00× less)",
     ]
-    assert lines[9] == "  2. GPU 0 & 1 overlap time rose from 0 to 850 µs"
+    assert lines[9] == "  2. GPU 0 idle fell from 1.10 ms to 100 µs (-90.9%, 11.00× less)"
     assert lines[11] == "Figures:"
     span_row = next(line for line in lines if line.startswith("  span "))
     assert span_row.split() == ["span", "2.00", "ms", "1.00", "ms", "-50.0%"]
@@ -240,8 +243,7 @@ def test_cli_compare_text(tmp_path: Path) -> None:
     # spans: A -2..20 = 22 µs, B -2..10 = 12 µs; GPU spans 20 and 10 µs
     assert "  * B is 1.83× faster than A over the whole window" in out
     assert "  * B is 2.00× faster than A over the GPU span" in out
-    assert "  1. GPU 0 & 1 overlap (share of time either was busy) rose from 0.0% to 100.0% " \
-           "(+100.0 points)" in out
+    assert "  1. span fell from 22.0 µs to 12.0 µs (-45.5%, 1.83× less)" in out
     assert "  4." not in out
 
 
@@ -325,6 +327,7 @@ def test_sample_trace_against_itself_and_its_first_step(trace: Path | None) -> N
         assert (row["a"], row["b"]) == (d["busy_us"], in_step["busy_us"])
         assert row["b"] <= row["a"]  # a step is part of the whole trace
         assert row["delta"] == pytest.approx(row["b"] - row["a"])
-    # AND a step shorter than the whole trace is a reported change of span
-    if step["span_us"] < whole["span_us"] * 0.99:
-        assert "span_us" in [c["key"] for c in result["changes"]]
+    # AND with steps on both sides the span is not a change (the steps are): B's one step
+    # is its whole window
+    assert "span_us" not in [c["key"] for c in result["changes"]]
+    assert rows["step.median_us"]["b"] == pytest.approx(step["span_us"], abs=1e-3)

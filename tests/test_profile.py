@@ -94,6 +94,22 @@ def test_mlp_trace_holds_exactly_the_active_optimizer_steps(mlp):
     assert step_numbers(load(files[0])) == active_steps(2, 1, 2)
 
 
+def test_mlp_steps_split_into_phases_that_sum_to_each_step(mlp):
+    """The CPU profile of the unmodified script: each recorded step's forward, backward,
+    optimizer and DataLoader phases (from the trace's own markers) sum to the step."""
+    from traceprobe import report as rp
+    from traceprobe.load import load as load_trace
+
+    folder, _ = mlp
+    [trace] = traces(folder)
+    rows = rp.analyze(load_trace(trace)).to_dict()["step_breakdown"]
+    assert len(rows) == 2
+    for row in rows:
+        ph = {p["name"]: p["us"] for p in row["phases"]}
+        assert sum(ph.values()) == pytest.approx(sum(p["us"] for p in row["parts"]), abs=1e-6)
+        assert min(ph["forward"], ph["backward"], ph["optimizer"], ph["dataloader"]) > 0, ph
+
+
 def test_mlp_metadata_says_what_ran_and_how_long(mlp):
     folder, _ = mlp
     m = meta.read(folder / meta.FILENAME)
@@ -131,12 +147,13 @@ def test_mlp_summary_names_the_trace_and_the_commands(mlp):
 def test_an_existing_run_is_not_overwritten_without_force(mlp):
     folder, _ = mlp
     before = sorted(p.name for p in folder.iterdir())
-    r = run_profile("-o", str(folder.parent), "--", str(EXAMPLES / "mlp_cpu.py"))
+    r = run_profile("-o", str(folder.parent), "--name", folder.name, "--",
+                    str(EXAMPLES / "mlp_cpu.py"))
     assert r.returncode == 4
     assert r.stderr.strip().splitlines() == [
         f"traceprobe: error: Output folder already exists, will not overwrite without --force: "
-        f"{folder}"
-    ]
+        f"{folder}; or choose another --name"
+    ]  # without --name a second run goes to a numbered sibling (tests/record/)
     assert sorted(p.name for p in folder.iterdir()) == before
 
 
@@ -319,6 +336,12 @@ def test_no_optimizer_falls_back_to_time_windows_and_says_so(tmp_path):
     assert step_numbers(load(trace)) == [1, 2]
     m = meta.read(tmp_path / "out" / "infer" / meta.FILENAME)
     assert m["profiler"]["step_source"] == "windows" and m["profiler"]["fell_back_to_windows"]
+    # the windows are labelled as such downstream: every report of the trace says so
+    from traceprobe import report as rp
+    from traceprobe.load import load as load_trace
+
+    warns = rp.analyze(load_trace(trace)).warnings
+    assert any("time windows of 100 ms" in w for w in warns), warns
 
 
 def test_step_on_a_record_function_name_in_process(tmp_path):

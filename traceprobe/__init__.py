@@ -67,26 +67,32 @@ def _report_dict(report: ReportLike) -> Mapping[str, Any]:
     return analyze(report).to_dict()
 
 
-def compare(a: ReportLike, b: ReportLike) -> dict[str, Any]:
+def compare(a: ReportLike, b: ReportLike, *, step_stat: str = "median",
+            batch: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
     """What changed from ``a`` to ``b``, as ``traceprobe compare -f json`` prints it.
 
     Each side is a Report, its ``to_dict()``, a Timeline or a trace path (analysed whole).
-    The result: ``speedup``, every figure side by side (``figures``: a, b, delta) and the
-    largest ``changes``; ``traceprobe.comparison.format_text(result)`` gives the table.
+    The result: ``speedup``, the ``steps`` (their statistics; ``step_stat``: ``median``,
+    ``p90`` or ``mean``; per sample with ``batch=(A's, B's)``), every figure side by side
+    (``figures``: a, b, delta) and the ``changes`` ranked by the step time at stake;
+    ``traceprobe.comparison.format_text(result)`` gives the table.
     """
     from traceprobe.comparison import compare as _compare
 
-    return _compare(_report_dict(a), _report_dict(b))
+    return _compare(_report_dict(a), _report_dict(b), step_stat=step_stat, batch=batch)
 
 
-def check(report: ReportLike, expectations: str | Sequence[str | Expectation]) -> list[Result]:
+def check(report: ReportLike, expectations: str | Sequence[str | Expectation], *,
+          baseline: ReportLike | None = None) -> list[Result]:
     """Each expectation (``"utilization[0] >= 0.8"``...) checked, as ``traceprobe check``.
 
     Returns one Result per expectation (``.passed``, ``.value``, ``.describe()``); an undefined
-    figure fails. ``traceprobe check --help`` lists the names. Never raises on a failure: see
+    figure fails. ``baseline``: the report that ``baseline.NAME`` reads (as ``--baseline``).
+    ``traceprobe check --help`` lists the names. Never raises on a failure: see
     ``traceprobe.expect.require`` for that.
     """
     from traceprobe.expect import evaluate
 
     exps = [expectations] if isinstance(expectations, str) else list(expectations)
-    return evaluate(_report_dict(report), exps)
+    base = None if baseline is None else _report_dict(baseline)
+    return evaluate(_report_dict(report), exps, baseline=base)

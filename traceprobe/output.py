@@ -17,6 +17,11 @@ with ``os.replace``, so a reader (or a crash) never sees half a file. Without
 says so; the final move is then a hard link, which fails rather than replace a
 file that appeared meanwhile. :func:`atomic_directory` does the same for a set of
 files (``--csv DIR``).
+
+An fsspec URL (``-o s3://bucket/report.json``) is written by :func:`write_url` (which
+``check_target`` and ``write_text`` call for one): only to stores where an object appears
+whole or not at all (``ATOMIC_PROTOCOLS``); a ``file://`` URL is the local path; any other
+protocol is refused, before anything is loaded.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from traceprobe.errors import OutputError
+from traceprobe.urls import describe, is_url, protocol
 
 STDOUT = "-"
 PATH_MAX = 4096  # Linux's limit on a path given to a system call, NUL included
@@ -90,7 +96,7 @@ def exists_message(path: str | os.PathLike[str]) -> str:
 
 def is_device(path: str | os.PathLike[str] | None) -> bool:
     """True for a character device (``/dev/null``, a terminal): written as a stream."""
-    if is_stdout(path):
+    if is_stdout(path) or is_url(path):
         return False
     assert path is not None
     try:
@@ -105,13 +111,14 @@ def check_outputs(
     *,
     directories: Mapping[str | os.PathLike[str], Sequence[str]] | None = None,
     force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> None:
     """Every check of one command's outputs, before any work: each of ``files`` (None or
     ``-``: stdout) and each ``directory -> names`` can be written (:func:`check_target`,
     :func:`check_directory`) and none is one of ``inputs`` (:func:`check_not_input`)."""
     inputs = list(inputs)
     for f in files:
-        check_target(f, force=force)
+        check_target(f, force=force, storage_options=storage_options)
         check_not_input(f, inputs)
     for d, names in (directories or {}).items():
         check_directory(d, list(names), force=force)
@@ -119,7 +126,12 @@ def check_outputs(
             check_not_input(Path(d) / name, inputs)
 
 
-def check_target(path: str | os.PathLike[str] | None, *, force: bool = False) -> None:
+def check_target(
+    path: str | os.PathLike[str] | None,
+    *,
+    force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
     """Raise OutputError now if writing ``path`` later would fail or overwrite.
 
     Commands call this before loading anything, so a refused output costs nothing.
@@ -128,6 +140,9 @@ def check_target(path: str | os.PathLike[str] | None, *, force: bool = False) ->
     if is_stdout(path):
         return
     assert path is not None
+    if is_url(path):
+        check_url(str(path), force=force, storage_options=storage_options)
+        return
     p = Path(path)
     _check_path(p)
     if is_device(p):
@@ -154,6 +169,11 @@ def check_not_input(
     if is_stdout(path):
         return
     assert path is not None
+    inputs = list(inputs)
+    if is_url(path):  # a URL output can only be a URL input (by its text)
+        _check_not_url_input(str(path), [item for item in inputs if is_url(item)])
+        return
+    inputs = [item for item in inputs if not is_url(item)]
     target = Path(path)
     try:
         st = target.stat()
@@ -199,17 +219,27 @@ def _missing_parent(p: Path, parent: Path) -> str:
     return f"Cannot write {p}: directory {parent} does not exist; create it first"
 
 
-def write_text(path: str | os.PathLike[str] | None, text: str, *, force: bool = False,
-               raw: bool = False) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically; ``-`` or None means stdout. Control
-    characters are made visible (:func:`printable`) unless ``raw`` (text whose names were
-    made printable before the renderer added its own colour codes)."""
+def write_text(
+    path: str | os.PathLike[str] | None,
+    text: str,
+    *,
+    force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    raw: bool = False,
+) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically; ``-`` or None means stdout; an fsspec
+    URL goes to :func:`write_url`. Control characters are made visible (:func:`printable`)
+    unless ``raw`` (text whose names were made printable before the renderer added its own
+    colour codes)."""
     if not raw:
         text = printable(text)
     if is_stdout(path):
         _write_stdout(text)
         return
     assert path is not None
+    if is_url(path):
+        write_url(str(path), text.encode("utf-8"), force=force, storage_options=storage_options)
+        return
     write_bytes(path, text.encode("utf-8"), force=force)
 
 
@@ -355,3 +385,93 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# --------------------------------------------------------------------------- fsspec URLs
+
+# stores where an upload becomes visible whole, at once, or not at all (S3 and GCS objects,
+# Azure blobs committed as one block list, fsspec's in-memory store)
+ATOMIC_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory"})
+
+
+def local_path(url: str) -> Path | None:
+    """The local path of a plain ``file://`` URL (None for any other URL)."""
+    if "::" in url or protocol(url) not in ("file", "local"):
+        return None
+    return Path(url.split("://", 1)[1])
+
+
+def check_url(
+    url: str, *, force: bool = False, storage_options: Mapping[str, Any] | None = None
+) -> None:
+    """Raise OutputError now if ``url`` cannot be written atomically, or would overwrite."""
+    local = local_path(url)
+    if local is not None:
+        check_target(local, force=force)
+        return
+    proto = protocol(url)
+    if "::" in url or proto not in ATOMIC_PROTOCOLS:
+        raise OutputError(
+            f"Will not write {url}: {proto}:// cannot be written atomically (a reader could "
+            "see half a file); write a local file, or to an s3://, gs:// or az:// URL"
+        )
+    if url.endswith("/"):
+        raise OutputError(f"{url} is a prefix (a folder); give an object name for the output")
+    fs, path = _url_fs(url, storage_options)
+    try:
+        exists = fs.exists(path)
+        is_dir = exists and fs.isdir(path)
+    except Exception as e:
+        raise _url_error(url, e) from None
+    if is_dir:
+        raise OutputError(f"{url} is a prefix (a folder); give an object name for the output")
+    if exists and not force:
+        raise OutputError(exists_message(url))
+
+
+def write_url(
+    url: str,
+    data: bytes,
+    *,
+    force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Write ``data`` to the object at ``url``: one upload, which the store makes visible
+    only once it is complete (``check_url`` refuses stores that cannot). Without ``force``
+    an existing object is refused (checked just before: a writer racing this one wins)."""
+    local = local_path(url)
+    if local is not None:
+        write_bytes(local, data, force=force)
+        return
+    check_url(url, force=force, storage_options=storage_options)
+    fs, path = _url_fs(url, storage_options)
+    try:
+        with fs.open(path, "wb") as f:
+            f.write(data)
+    except Exception as e:
+        raise _url_error(url, e) from None
+
+
+def _url_fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, str]:
+    try:
+        import fsspec.core
+
+        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    except Exception as e:  # fsspec or its back end missing, a bad option
+        raise _url_error(url, e) from None
+
+
+def _url_error(url: str, e: BaseException) -> OutputError:
+    problem, fix = describe(url, e)
+    problem = problem.replace("read this object", "write this object")
+    fix = fix.replace("read this object", "write this object")
+    return OutputError(f"Cannot write {url}: {problem}; {fix}")
+
+
+def _check_not_url_input(path: str, inputs: Iterable[str | os.PathLike[str]]) -> None:
+    for item in inputs:
+        if str(item).rstrip("/") == path.rstrip("/"):
+            raise OutputError(
+                f"Will not write {path}: it is an input of this command ({item}); "
+                "give another output path"
+            )

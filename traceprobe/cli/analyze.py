@@ -7,6 +7,7 @@ and calls the library (loader → report → render → output); every figure co
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +17,15 @@ import click
 from traceprobe import output
 from traceprobe.cli.notices import notices, say
 from traceprobe.cli.options import output_options, pick_format
-from traceprobe.cli.ranks import RANKS_AUTO, color_terminal, engine_options, summarise, unique
+from traceprobe.cli.ranks import (
+    RANKS_AUTO,
+    color_terminal,
+    engine_options,
+    storage_option,
+    summarise,
+    unique,
+)
+from traceprobe.cli.window import window_option
 from traceprobe.errors import TraceError, UsageError
 from traceprobe.render import formats
 
@@ -36,12 +45,18 @@ HELP = """Measure overlap in PyTorch Profiler (Kineto) traces.
         traceprobe analyze traces/ --format json --output report.json
         traceprobe analyze run.json.gz --step all --device 0 --csv frames/
         traceprobe analyze run.json.gz --format html --output report.html --plot timeline.png
+        traceprobe analyze s3://bucket/job/ --cluster local -f json -o s3://bucket/report.json
 
     A trace cut short (a job killed while the profiler wrote it) is salvaged: the
     complete events before the cut are analysed, stderr and the report say so
     (--strict refuses it instead). Of several traces, one that cannot be read is
     named on stderr and left out; the others are reported (exit 3 unless --skip-bad).
     No output may be one of the inputs, whatever --force says.
+
+    PATH may be an fsspec URL (s3://, gs://, az://, http(s)://, file://): an object, a
+    prefix (searched as a folder) or a glob (s3://bucket/job/rank*.json.gz). Credentials
+    and endpoints come from the environment (AWS_*, FSSPEC_S3_ENDPOINT_URL, ...) and
+    --storage-option; each worker opens its own URLs.
 
     \b
     Exit codes:
@@ -78,6 +93,7 @@ class StepParam(click.ParamType):
 @output_options(FORMATS, force_help="Overwrite an existing --output file or --csv files.")
 @click.option("--step", type=StepParam(), default=None, metavar="N|all",
               help="Analyse only ProfilerStep N; 'all': the whole trace and each step.")
+@window_option
 @click.option("-d", "--device", "devices", type=click.IntRange(min=0), multiple=True,
               metavar="D", help="Only GPU D (repeat for several).  [default: every GPU]")
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -106,31 +122,42 @@ class StepParam(click.ParamType):
               help="Summarise the traces as the ranks of one job (`traceprobe ranks`): rank "
               f"table, stragglers, collectives (automatic above {RANKS_AUTO} traces).")
 @engine_options
+@storage_option
 def analyze(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bool,
-            step: int | Literal["all"] | None, devices: tuple[int, ...], csv_dir: Path | None,
-            jobs: int | None, plot_path: str | None, tb: bool, top: int | None, strict: bool,
-            skip_bad: bool, hta: bool, ranks_mode: bool = False, cluster: str | None = None,
-            scheduler: str | None = None, rank: int | None = None) -> None:
+            step: int | Literal["all"] | None, window: str, devices: tuple[int, ...],
+            csv_dir: Path | None, jobs: int | None, plot_path: str | None, tb: bool,
+            top: int | None, strict: bool, skip_bad: bool, hta: bool, ranks_mode: bool = False,
+            cluster: str | None = None, scheduler: str | None = None, rank: int | None = None,
+            storage_option: tuple[str, ...] = ()) -> None:
     from traceprobe.load import pipeline as loader
+    from traceprobe.urls import parse_options
 
+    so = parse_options(storage_option) or None
     fmt = pick_format(fmt, output_path, FORMATS)
-    output.check_target(output_path, force=force)  # refuse before resolving anything
-    files = unique([f for p in paths for f in loader.find_traces(p)])
+    # refuse before resolving anything
+    output.check_target(output_path, force=force, storage_options=so)
+    _refuse_urls(paths, csv_dir, plot_path, tb=tb, hta=hta)
+    files = unique([f for p in paths for f in loader.find_traces(p, so)])
     if ranks_mode or cluster or scheduler or rank is not None or len(files) > RANKS_AUTO:
-        _refuse_for_ranks(step=step is not None, device=bool(devices),
+        _refuse_for_ranks(step=step is not None, device=bool(devices), window=window != "steps",
                           plot=plot_path is not None, tensorboard=tb, hta=hta)
         summarise(files, fmt, output_path, force=force, csv_dir=csv_dir, jobs=jobs,
-                  cluster=cluster, scheduler=scheduler, rank=rank, top=top)
+                  cluster=cluster, scheduler=scheduler, rank=rank, top=top, storage_options=so)
         return
-    _check_outputs(files, output_path, csv_dir, plot_path, tb=tb, hta=hta, force=force)
-    timelines, files, errors = _load(files, jobs, strict=strict)
-    data, per_trace = _report(timelines, step, list(devices) or None)
+    _check_outputs(files, output_path, csv_dir, plot_path, tb=tb, hta=hta, force=force, so=so)
+    timelines, files, errors = _load(files, jobs, strict=strict, so=so)
+    data, per_trace, multi = _report(timelines, step, list(devices) or None, window)
     if hta:
         from traceprobe import hta_bridge
 
-        for failure in hta_bridge.add_hta(files, per_trace):
+        for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
             say(f"traceprobe: warning: {failure}")
-    _write(data, timelines, fmt, output_path, top=top, force=force)
+    text = _render(data, timelines, fmt, output_path, top=top)
+    if (multi is not None and fmt in ("text", "markdown") and window == "steps"
+            and step is None and not devices):
+        text = _with_job_lines(text, files, timelines, multi.reports)
+    output.write_text(output_path, text, force=force, storage_options=so,
+                      raw=_colored(fmt, output_path))
     _write_extras(timelines, files, per_trace, csv_dir, plot_path, tb=tb, force=force)
     if errors and not skip_bad:
         raise click.exceptions.Exit(TraceError.exit_code)
@@ -145,8 +172,26 @@ def _refuse_for_ranks(**given: bool) -> None:
                          f"{RANKS_AUTO} traces); analyse one rank's file for them")
 
 
-def _check_outputs(files: list[Path], output_path: str, csv_dir: Path | None,
-                   plot_path: str | None, *, tb: bool, hta: bool, force: bool) -> None:
+def _refuse_urls(paths: tuple[str, ...], csv_dir: Path | None, plot_path: str | None, *,
+                 tb: bool, hta: bool) -> None:
+    """Of the outputs only -o may be a URL; --tensorboard and --hta work beside local files."""
+    from traceprobe.urls import is_url
+
+    urls = [p for p in paths if is_url(p)]
+    if urls and (tb or hta):
+        raise UsageError(f"{'--tensorboard' if tb else '--hta'} reads or writes beside each "
+                         f"trace on local disk, not at a URL ({urls[0]}); copy the traces "
+                         "to a local folder for it")
+    for flag, value in (("--csv", csv_dir), ("--plot", plot_path)):
+        # click made a Path of it, which folds "s3://b" into "s3:/b"
+        if value is not None and re.match(r"[A-Za-z][A-Za-z0-9+.\-]+:/", str(value)):
+            raise UsageError(f"{flag} writes local files, and {value} looks like a URL; give "
+                             "a local path (of the outputs, only -o may be a URL)")
+
+
+def _check_outputs(files: list[Any], output_path: str, csv_dir: Path | None,
+                   plot_path: str | None, *, tb: bool, hta: bool, force: bool,
+                   so: dict[str, Any] | None) -> None:
     """Every output of the command checked against the inputs before anything is loaded."""
     if hta:
         from traceprobe import hta_bridge
@@ -162,24 +207,25 @@ def _check_outputs(files: list[Path], output_path: str, csv_dir: Path | None,
         from traceprobe.render.plot import plot_targets
 
         plots = plot_targets(plot_path, len(files))
-    output.check_outputs([output_path, *plots], files, directories=dirs, force=force)
+    output.check_outputs([output_path, *plots], files, directories=dirs, force=force,
+                         storage_options=so)
     if tb:
         from traceprobe import tensorboard
 
         groups: dict[Path, list[Path]] = {}
         for f in files:
-            groups.setdefault(Path(f).parent, []).append(f)
+            groups.setdefault(Path(f).parent, []).append(Path(f))
         for run_dir, traces in groups.items():
             tensorboard.check_targets(run_dir, traces, force=force)
 
 
-def _load(files: list[Path], jobs: int | None, *, strict: bool
-          ) -> tuple[list[Any], list[Path], list[TraceError]]:
+def _load(files: list[Any], jobs: int | None, *, strict: bool, so: dict[str, Any] | None
+          ) -> tuple[list[Any], list[Any], list[TraceError]]:
     """Load every trace (in worker processes); the ones that fail are named and left out."""
     from traceprobe.load import pipeline as loader
 
     errors: list[TraceError] = []
-    with loader.start(files, jobs=jobs) as loading:
+    with loader.start(files, jobs=jobs, storage_options=so) as loading:
         # the analysis stack (pandas) is imported while worker processes decode
         from traceprobe import report as rp  # noqa: F401
 
@@ -194,8 +240,9 @@ def _load(files: list[Path], jobs: int | None, *, strict: bool
     return timelines, files, errors
 
 
-def _report(timelines: list[Any], step: int | Literal["all"] | None,
-            only: list[int] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _report(timelines: list[Any], step: int | Literal["all"] | None, only: list[int] | None,
+            window: str) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
+    """The report dict, one dict per trace, and the MultiReport of several traces (or None)."""
     from traceprobe import report as rp
     from traceprobe.render import as_dict
 
@@ -204,28 +251,40 @@ def _report(timelines: list[Any], step: int | Literal["all"] | None,
 
         check_devices(timelines, only)
     if len(timelines) == 1:
-        data = as_dict(rp.analyze(timelines[0], step=step, devices=only))
-        return data, [data]
-    data = as_dict(rp.analyze_many(timelines, step=step, devices=only))
-    return data, list(data["traces"])
+        data = as_dict(rp.analyze(timelines[0], step=step, devices=only, window=window))
+        return data, [data], None
+    multi = rp.analyze_many(timelines, step=step, devices=only, window=window)
+    data = as_dict(multi)
+    return data, list(data["traces"]), multi
 
 
-def _write(data: dict[str, Any], timelines: list[Any], fmt: str, output_path: str, *,
-           top: int | None, force: bool) -> None:
-    color = fmt == "text" and output.is_stdout(output_path) and _color_terminal()
+def _colored(fmt: str, output_path: str) -> bool:
+    return fmt == "text" and output.is_stdout(output_path) and _color_terminal()
+
+
+def _render(data: dict[str, Any], timelines: list[Any], fmt: str, output_path: str, *,
+            top: int | None) -> str:
     if fmt == "html":
         from traceprobe.render.html import render_html
 
-        text = render_html(data, timelines, top=top)
-    else:
-        from traceprobe.render import render
+        return render_html(data, timelines, top=top)
+    from traceprobe.render import render
 
-        # colour codes are the renderer's own: the names are made printable before it runs
-        text = render(output.printable_data(data) if color else data, fmt, top=top, color=color)
-    output.write_text(output_path, text, force=force, raw=color)
+    color = _colored(fmt, output_path)
+    # colour codes are the renderer's own: the names are made printable before it runs
+    return render(output.printable_data(data) if color else data, fmt, top=top, color=color)
 
 
-def _write_extras(timelines: list[Any], files: list[Path], per_trace: list[dict[str, Any]],
+def _with_job_lines(text: str, files: list[Any], timelines: list[Any], reports: Any) -> str:
+    """The cross-rank headline and the ``--ranks`` hint after the per-trace report, when
+    some of the traces are ranks of one job (traceprobe.ranks.jobs)."""
+    from traceprobe.ranks.jobs import job_lines
+
+    lines = job_lines(files, timelines, reports)
+    return text if not lines else text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
+
+
+def _write_extras(timelines: list[Any], files: list[Any], per_trace: list[dict[str, Any]],
                   csv_dir: Path | None, plot_path: str | None, *, tb: bool, force: bool) -> None:
     """--csv, --plot, --tensorboard, after the report."""
     if csv_dir is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from traceprobe import expect
+from traceprobe.cli.window import window_option
 from traceprobe.errors import ExpectationFailed, UsageError
 from traceprobe.output import printable
 
@@ -24,16 +25,19 @@ def _help() -> str:
 
     TRACE is a trace file (.json or .json.gz) or a directory of them; every
     expectation is checked on every trace (one trace per rank: all must pass).
-    An expectation is NAME[DEVICE] OP NUMBER with OP one of >= > <= < == !=;
-    without [DEVICE] the aggregate below is used. A value that is undefined
-    (e.g. a copy fraction with no copies) fails. An expectations file holds one
-    per line; '#' starts a comment.
+    An expectation is NAME[DEVICE] OP VALUE with OP one of >= > <= < == !=;
+    without [DEVICE] the aggregate below is used. VALUE is a number, a quoted
+    word (bound_by), or [N *] baseline.NAME [+ N]: the same name read from the
+    --baseline report. A value that is undefined (e.g. a copy fraction with no
+    copies) fails. An expectations file holds one per line; '#' starts a comment.
 
     \b
     Example:
         traceprobe check run.pt.trace.json.gz --expect "cross_device_overlap >= 0.9"
         traceprobe check traces/ -e "utilization[0] >= 0.8" -e "hidden_copy_fraction > 0.5"
         traceprobe check run.json.gz --step 3 --expect-file ci.expect
+        traceprobe check new.json.gz --baseline main.json.gz \\
+            -e "step_p50_us <= 1.05 * baseline.step_p50_us" -e 'bound_by == "kernel"'
 
     \b
     Names (fractions are 0..1, times in µs):
@@ -43,8 +47,8 @@ def _help() -> str:
     Exit codes:
         0  every expectation held on every trace
         1  an expectation failed (each is named with its measured value)
-        2  usage error (bad expectation, unknown name, no such step)
-        3  a trace could not be read or understood
+        2  usage error (bad expectation, unknown name, no such step, baseline. without --baseline)
+        3  a trace (or the --baseline) could not be read or understood
     """
 
 
@@ -57,6 +61,10 @@ def _help() -> str:
               help="Read expectations from FILE, one per line ('#' comments).")
 @click.option("--step", type=click.IntRange(min=0), default=None, metavar="N",
               help="Check ProfilerStep N's window only.  [default: the whole trace]")
+@window_option
+@click.option("--baseline", "baseline_path", default=None, metavar="TRACE_OR_JSON",
+              help="The report that 'baseline.NAME' reads: a trace (analysed with the same "
+              "--step and --window) or a report JSON (traceprobe analyze -f json).")
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Print the results as text lines or one JSON object.")
 def check(
@@ -64,6 +72,8 @@ def check(
     exprs: tuple[str, ...],
     files: tuple[Path, ...],
     step: int | None,
+    window: str,
+    baseline_path: str | None,
     fmt: str,
 ) -> None:
     expectations = [expect.parse(e, source=None) for e in exprs]
@@ -75,31 +85,39 @@ def check(
             "e.g. --expect 'cross_device_overlap >= 0.9'"
         )
 
+    if expect.needs_baseline(expectations) and baseline_path is None:
+        first = next(e for e in expectations if e.baseline is not None)
+        raise UsageError(f"{first} reads the baseline: pass --baseline TRACE_OR_JSON "
+                         "(a trace, or a report JSON of traceprobe analyze -f json)")
+
     from traceprobe import report as rp
     from traceprobe.cli.notices import notices
+    from traceprobe.expect.baseline import read_baseline
     from traceprobe.load import pipeline as loader
 
     traces = _resolve(paths, loader.find_traces)
+    baseline = (None if baseline_path is None
+                else read_baseline(baseline_path, step=step, window=window))
     outcomes = []
     timelines = loader.load_many(traces)
     notices(timelines)
     for timeline in timelines:
-        data = rp.analyze(timeline, step=step).to_dict()
+        data = rp.analyze(timeline, step=step, window=window).to_dict()
         trace = str(data.get("trace") or timeline.source)
-        outcomes.append((trace, expect.evaluate(data, expectations)))
+        outcomes.append((trace, expect.evaluate(data, expectations, baseline=baseline)))
 
     if fmt == "json":
         click.echo(printable(json.dumps(_as_json(outcomes, step), indent=2, ensure_ascii=False)))
     else:
         click.echo(printable(_as_text(outcomes, step)), nl=False)
 
-    failed = [(t, [r for r in res if not r.passed]) for t, res in outcomes]
-    failed = [(t, res) for t, res in failed if res]
-    if failed:
-        label = (lambda t: t) if len(outcomes) > 1 else (lambda t: "")
-        raise ExpectationFailed(
-            "; ".join(expect.failure_message(res, label=label(t)) for t, res in failed)
-        )
+    n_failed = sum(not r.passed for _, res in outcomes for r in res)
+    if n_failed:  # each failure is listed above, once: the error line only counts them
+        n_all = sum(len(res) for _, res in outcomes)
+        bad = [t for t, res in outcomes if not all(r.passed for r in res)]
+        where = f", on {', '.join(bad)}" if len(outcomes) > 1 else ""
+        raise ExpectationFailed(f"{n_failed} of {n_all} expectation"
+                                f"{'' if n_all == 1 else 's'} failed{where} (listed above)")
 
 
 def _resolve(paths: tuple[str, ...], find_traces: object) -> list[Path]:

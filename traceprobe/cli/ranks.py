@@ -21,6 +21,14 @@ RANKS_AUTO = 16  # analyze: more trace files than this get the many-rank summary
 FORMATS = ["text", "json", "markdown", "html"]
 
 
+def storage_option(f: F) -> F:
+    """--storage-option KEY=VALUE (fsspec), for URL paths and -o."""
+    return click.option(
+        "--storage-option", "storage_option", multiple=True, metavar="KEY=VALUE",
+        help="An fsspec storage option for URL paths and -o (repeat for several; VALUE "
+        "is JSON or text), e.g. endpoint_url=http://127.0.0.1:9000.")(f)
+
+
 def engine_options(f: F) -> F:
     """--cluster, --scheduler, --rank: shared by `ranks` and `analyze` (where they imply
     the many-rank summary)."""
@@ -45,9 +53,10 @@ def engine_options(f: F) -> F:
 @click.option("--top", type=click.IntRange(min=0), default=None, metavar="N",
               help="Show N rows of each table.  [default: 10; JSON: all]")
 @engine_options
+@storage_option
 def ranks(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bool,
           csv_dir: Path | None, jobs: int | None, top: int | None, cluster: str | None,
-          scheduler: str | None, rank: int | None) -> None:
+          scheduler: str | None, rank: int | None, storage_option: tuple[str, ...]) -> None:
     """Summarise trace files as the ranks of one job: rank table, stragglers, collectives.
 
     PATH is a trace file or a folder of them (one per rank). Each trace is reduced where it
@@ -68,26 +77,30 @@ def ranks(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bool
         4  the output exists (use --force), is an input, or cannot be written
     """
     from traceprobe.load import pipeline as loader
+    from traceprobe.urls import parse_options
 
-    files = unique([f for p in paths for f in loader.find_traces(p)])
+    so = parse_options(storage_option) or None
+    output.check_target(output_path, force=force, storage_options=so)
+    files = unique([f for p in paths for f in loader.find_traces(p, so)])
     summarise(files, pick_format(fmt, output_path, FORMATS), output_path, force=force,
               csv_dir=csv_dir, jobs=jobs, cluster=cluster, scheduler=scheduler, rank=rank,
-              top=top)
+              top=top, storage_options=so)
 
 
-def summarise(files: Sequence[Path], fmt: str, output_path: str, *, force: bool,
+def summarise(files: Sequence[Any], fmt: str, output_path: str, *, force: bool,
               csv_dir: Path | None, jobs: int | None, cluster: str | None,
-              scheduler: str | None, rank: int | None, top: int | None) -> None:
+              scheduler: str | None, rank: int | None, top: int | None,
+              storage_options: dict[str, Any] | None = None) -> None:
     """Check the outputs against the inputs, summarise on an engine, render, write."""
     from traceprobe.render.ranks import CSV_FILES, write_ranks_csv
 
-    output.check_outputs([output_path], files, force=force,
+    output.check_outputs([output_path], files, force=force, storage_options=storage_options,
                          directories={csv_dir: CSV_FILES} if csv_dir is not None else None)
     from traceprobe.cli.notices import rank_notices
     from traceprobe.engines.job import analyze_ranks
 
     data = analyze_ranks(files, cluster=cluster, scheduler=scheduler, jobs=jobs, rank=rank,
-                         progress=sys.stderr.isatty())
+                         progress=sys.stderr.isatty(), storage_options=storage_options)
     rank_notices(data)
     color = fmt == "text" and output.is_stdout(output_path) and color_terminal()
     if fmt == "html":
@@ -99,18 +112,22 @@ def summarise(files: Sequence[Path], fmt: str, output_path: str, *, force: bool,
 
         # colour codes are the renderer's own: the names are made printable before it runs
         text = render(output.printable_data(data) if color else data, fmt, top=top, color=color)
-    output.write_text(output_path, text, force=force, raw=color)
+    output.write_text(output_path, text, force=force, raw=color,
+                      storage_options=storage_options)
     if csv_dir is not None:
         write_ranks_csv(data, csv_dir, force=force)
 
 
-def unique(files: list[Path]) -> list[Path]:
-    """Each file once (a trace named twice, or through a link, is one trace)."""
+def unique(files: list[Any]) -> list[Any]:
+    """Each file once (a trace named twice, or through a link, is one trace; a URL by its
+    text)."""
     import os
 
-    seen: dict[str, Path] = {}
+    from traceprobe.urls import is_url
+
+    seen: dict[str, Any] = {}
     for f in files:
-        seen.setdefault(os.path.realpath(f), f)
+        seen.setdefault(str(f) if is_url(f) else os.path.realpath(f), f)
     return list(seen.values())
 
 

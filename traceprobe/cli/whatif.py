@@ -15,6 +15,9 @@ from traceprobe.cli.options import output_options, pick_format
 from traceprobe.errors import UsageError
 
 FORMATS = ["text", "json", "markdown"]
+WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it has none); "
+               "'profiler' or 'events': one prediction of the whole replayed trace (the "
+               "replay covers every event).  [default: steps]")
 
 
 @click.command("whatif")
@@ -25,8 +28,10 @@ FORMATS = ["text", "json", "markdown"]
                    "kernels:REGEX=F, spread:REGEX=N.")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
+@click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",
+              metavar="steps|profiler|events", help=WINDOW_HELP)
 @output_options(FORMATS, what="the prediction")
-def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
+def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: str | None,
            output_path: str, force: bool) -> None:
     """Predict each step's time if the trace's program changed: replay its dependency
     graph with the measured durations, under the scenarios given.
@@ -65,7 +70,8 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, fmt: str | None,
     output.check_outputs([output_path], found, force=force)  # never over the trace
     tl = loader.load(found[0])
     notices([tl])
-    result = run_whatif(tl, list(scenarios), step=step).to_dict()
+    which: str | None = None if step == "all" and window != "steps" else step
+    result = run_whatif(tl, list(scenarios), step=which).to_dict()
     result["notes"] = [*input_lines(tl), *(result.get("notes") or [])]
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

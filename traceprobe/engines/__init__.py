@@ -16,7 +16,8 @@ client receives summaries, never a trace. Which engine:
 * else local worker processes (:class:`~traceprobe.engines.local.LocalEngine`; no extra).
 
 Dask engines need ``pip install 'traceprobe[dask]'``; workers must be able to import
-traceprobe and open the paths given (the same path on every worker: a shared file system).
+traceprobe and open the paths given (the same path on every worker: a shared file system, or
+an fsspec URL such as ``s3://bucket/job/rank0.json.gz`` that every worker can reach).
 """
 
 from __future__ import annotations

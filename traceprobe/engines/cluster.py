@@ -12,8 +12,9 @@ that still fails (``KilledWorker``, or an error that is not a trace's) becomes a
 a file it cannot read.
 
 Paths travel as strings and are opened by the workers: local paths that every worker can
-open (one machine, or a shared file system mounted at the same place). fsspec URLs
-(``s3://``, ``gs://``, ...) are not read: traceprobe's loader opens files itself.
+open (one machine, or a shared file system mounted at the same place), or fsspec URLs
+(``s3://``, ``gs://``, ...) that each worker reads from the store itself, with the storage
+options sent along with the function and the credentials of its own environment.
 """
 
 from __future__ import annotations

@@ -8,24 +8,36 @@ The pipeline::
 
 Grammar (whitespace anywhere between the parts; one expectation per string or line)::
 
-    expectation := NAME [ "[" DEVICE "]" ] OP NUMBER
+    expectation := SUBJECT OP VALUE
+    SUBJECT     := NAME [ "[" DEVICE "]" ]
     NAME        := one of NAMES (traceprobe.expect.names)
     DEVICE      := integer, the "device" field of the report's rows (the GPU index)
     OP          := ">=" | ">" | "<=" | "<" | "==" | "!="
+    VALUE       := NUMBER | WORD | [ NUMBER "*" ] "baseline." SUBJECT [ "*" NUMBER ]
+                   [ ("+" | "-") NUMBER ]
     NUMBER      := decimal or scientific, e.g. 0.9  2  -1  .5  1e6  2.5E-3
+    WORD        := a quoted string, "kernel" or 'kernel' (names of unit ``text`` only,
+                   with == or !=)
+
+``baseline.NAME`` is the same name read from the baseline report (``--baseline``, or
+``evaluate(report, exps, baseline=...)``): ``step_p50_us <= 1.05 * baseline.step_p50_us``
+passes when the median step is at most 5% slower than the baseline's. An expectation that
+names ``baseline.`` without a baseline report is a usage error.
 
 In a file, ``#`` starts a comment and blank lines are ignored. Comparisons are exact
 on the report's floats (``==`` is rarely what you want for a time).
 
 Each name is read from the report dict by :func:`traceprobe.expect.names.measure` (its
 module docstring has the table of names). A value that is undefined (the report has
-``null``, or no row to read) makes the expectation **fail**, with the reason, never pass.
+``null``, or no row to read) makes the expectation **fail**, with the reason, never pass;
+so does an undefined baseline value.
 A ``[d]`` naming a device absent from the report fails too.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -38,12 +50,13 @@ from traceprobe.expect.names import NAMES, Measured, Name, Report, measure, name
 from traceprobe.render.units import fmt_time
 
 __all__ = [
-    "GRAMMAR_HINT", "NAMES", "OPS", "Expectation", "Measured", "Name", "Report", "Result",
-    "evaluate", "failure_message", "format_value", "measure", "names_help", "parse",
+    "GRAMMAR_HINT", "NAMES", "OPS", "BaselineRef", "Expectation", "Measured", "Name", "Report",
+    "Result", "evaluate", "failure_message", "format_value", "measure", "names_help",
+    "needs_baseline", "parse",
     "parse_all", "parse_file", "parse_lines", "require",
 ]
 
-OPS: dict[str, Callable[[float, float], bool]] = {
+OPS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
     ">": operator.gt,
     "<=": operator.le,
@@ -57,11 +70,20 @@ _EXPECTATION = re.compile(
     r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
     r"\s*(?:\[\s*(?P<index>[+-]?\d+)\s*\])?"
     r"\s*(?P<op>>=|<=|==|!=|>|<)"
-    rf"\s*(?P<number>{_NUMBER})\s*$"
+    r"\s*(?P<value>.*?)\s*$"
+)
+_WORD = re.compile(r"^(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)')$")
+_BASELINE = re.compile(
+    rf"^(?:(?P<scale>{_NUMBER})\s*\*\s*)?"
+    r"baseline\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"\s*(?:\[\s*(?P<index>[+-]?\d+)\s*\])?"
+    rf"(?:\s*\*\s*(?P<scale2>{_NUMBER}))?"
+    rf"(?:\s*(?P<sign>[+-])\s*(?P<offset>{_NUMBER}))?$"
 )
 GRAMMAR_HINT = (
-    "write NAME[DEVICE] OP NUMBER, e.g. 'utilization[0] >= 0.8' or "
-    "'cross_device_overlap >= 0.9'; OP is one of >= > <= < == !="
+    "write NAME[DEVICE] OP VALUE, e.g. 'utilization[0] >= 0.8', "
+    "'step_p50_us <= 1.05 * baseline.step_p50_us' or 'bound_by == \"kernel\"'; "
+    "OP is one of >= > <= < == !="
 )
 
 
@@ -69,15 +91,33 @@ GRAMMAR_HINT = (
 
 
 @dataclass(frozen=True)
+class BaselineRef:
+    """``scale * baseline.NAME[index] + offset``: a threshold read from the baseline report."""
+
+    name: str
+    index: int | None
+    scale: float = 1.0
+    offset: float = 0.0
+
+    @property
+    def subject(self) -> str:
+        return self.name if self.index is None else f"{self.name}[{self.index}]"
+
+
+@dataclass(frozen=True)
 class Expectation:
-    """One parsed expectation. ``source`` says where it came from (``file:line``) if a file."""
+    """One parsed expectation. ``source`` says where it came from (``file:line``) if a file.
+    The value compared with is ``threshold`` (a number), ``word`` (a string, for a name of
+    unit ``text``) or ``baseline`` (read from the baseline report)."""
 
     name: str
     index: int | None
     op: str
     threshold: float
-    number: str  # the threshold as written, for messages
+    number: str  # the value as written, for messages
     source: str | None = None
+    word: str | None = None
+    baseline: BaselineRef | None = None
 
     @property
     def subject(self) -> str:
@@ -93,6 +133,8 @@ class Result:
     value: float | None
     passed: bool
     note: str = ""
+    text: str | None = None  # the measured value of a string name
+    threshold: float | str | None = None  # what it was compared with (a baseline's: computed)
 
     @property
     def verdict(self) -> str:
@@ -101,7 +143,8 @@ class Result:
     def measured_text(self) -> str:
         """The measured value for people: ``0.9123 = 91.2%, GPU 1``, ``1234.5 µs``,
         ``undefined, no copies in the window``."""
-        text = format_value(self.expectation.name, self.value)
+        text = (f"\"{self.text}\"" if self.text is not None
+                else format_value(self.expectation.name, self.value))
         return f"{text}, {self.note}" if self.note else text
 
     def describe(self) -> str:
@@ -116,8 +159,8 @@ class Result:
             "name": e.name,
             "device": e.index,
             "op": e.op,
-            "threshold": e.threshold,
-            "value": self.value,
+            "threshold": self.threshold if self.threshold is not None else e.threshold,
+            "value": self.text if self.text is not None else self.value,
             "passed": self.passed,
             "note": self.note,
             "source": e.source,
@@ -155,13 +198,57 @@ def parse(text: str, *, source: str | None = None) -> Expectation:
             f"{where}unknown name {name!r} in {text.strip()!r}{hint}; valid names: "
             + ", ".join(NAMES)
         )
-    index = None if m["index"] is None else int(m["index"])
+    index = _index(name, m["index"], text, where)
+    op, value = m["op"], m["value"]
+    is_text = NAMES[name].unit == "text"
+    if re.fullmatch(_NUMBER, value):
+        if is_text:
+            raise UsageError(f"{where}{name} is a word, not a number, in {text.strip()!r}: "
+                             f"compare it with a quoted word, e.g. {name} == \"kernel\"")
+        return Expectation(name, index, op, float(value), value, source)
+    word = _WORD.match(value)
+    if word:
+        if not is_text:
+            raise UsageError(f"{where}{name} is a number in {text.strip()!r}; "
+                             "compare it with a number")
+        if op not in ("==", "!="):
+            raise UsageError(f"{where}{name} is a word: compare it with == or !=, "
+                             f"not {op}, in {text.strip()!r}")
+        w = word["dq"] if word["dq"] is not None else word["sq"]
+        return Expectation(name, index, op, math.nan, f"\"{w}\"", source, word=w)
+    base = _BASELINE.match(value)
+    if base is None:
+        raise UsageError(f"{where}cannot read expectation {text.strip()!r}: {GRAMMAR_HINT}")
+    bname = base["name"]
+    if bname not in NAMES:
+        close = difflib.get_close_matches(bname, NAMES, n=1)
+        hint = f" (did you mean baseline.{close[0]}?)" if close else ""
+        raise UsageError(f"{where}unknown name baseline.{bname} in {text.strip()!r}{hint}")
+    if (NAMES[bname].unit == "text") != is_text:
+        raise UsageError(f"{where}{name} and baseline.{bname} are not both words or both "
+                         f"numbers in {text.strip()!r}")
+    scale = float(base["scale"] or 1) * float(base["scale2"] or 1)
+    offset = float(base["offset"] or 0) * (-1 if base["sign"] == "-" else 1)
+    if is_text and (scale != 1 or offset != 0 or op not in ("==", "!=")):
+        raise UsageError(f"{where}{name} is a word: compare it with == or != and "
+                         f"baseline.{bname} alone, in {text.strip()!r}")
+    ref = BaselineRef(bname, _index(bname, base["index"], text, where), scale, offset)
+    return Expectation(name, index, op, scale, " ".join(value.split()), source, baseline=ref)
+
+
+def _index(name: str, written: str | None, text: str, where: str) -> int | None:
+    index = None if written is None else int(written)
     if index is not None and not NAMES[name].indexed:
         indexed = ", ".join(n for n, s in NAMES.items() if s.indexed)
         raise UsageError(
             f"{where}{name} takes no [device] in {text.strip()!r}; names that do: {indexed}"
         )
-    return Expectation(name, index, m["op"], float(m["number"]), m["number"], source)
+    return index
+
+
+def needs_baseline(expectations: Iterable[Expectation]) -> bool:
+    """Whether any expectation reads ``baseline.``."""
+    return any(e.baseline is not None for e in expectations)
 
 
 def parse_all(texts: Iterable[str | Expectation]) -> list[Expectation]:
@@ -219,14 +306,43 @@ def _read_bounded(p: Path) -> bytes:
 # ----------------------------------------------------------------------------- evaluating
 
 
-def evaluate(report: Report, expectations: Sequence[str | Expectation]) -> list[Result]:
-    """Check each expectation against the report; an undefined value fails."""
-    results = []
-    for e in parse_all(expectations):
-        m = measure(report, e.name, e.index)
-        passed = m.value is not None and OPS[e.op](m.value, e.threshold)
-        results.append(Result(e, m.value, passed, m.note))
-    return results
+def evaluate(
+    report: Report, expectations: Sequence[str | Expectation], *, baseline: Report | None = None
+) -> list[Result]:
+    """Check each expectation against the report (``baseline.`` names against ``baseline``);
+    an undefined value fails. UsageError when one reads ``baseline.`` and none is given."""
+    exps = parse_all(expectations)
+    if baseline is None and needs_baseline(exps):
+        first = next(e for e in exps if e.baseline is not None)
+        raise UsageError(f"{first} reads the baseline, but no baseline was given: "
+                         "pass --baseline TRACE_OR_JSON (a trace, or a report JSON)")
+    return [_evaluate_one(report, e, baseline) for e in exps]
+
+
+def _evaluate_one(report: Report, e: Expectation, baseline: Report | None) -> Result:
+    m = measure(report, e.name, e.index)
+    if e.baseline is None:
+        if e.word is not None:
+            return Result(e, None, m.text is not None and OPS[e.op](m.text, e.word),
+                          m.note, m.text, e.word)
+        return Result(e, m.value, m.value is not None and OPS[e.op](m.value, e.threshold),
+                      m.note, None, e.threshold)
+    ref = e.baseline
+    b = measure(baseline or {}, ref.name, ref.index)
+    if NAMES[e.name].unit == "text":
+        note = f'baseline "{b.text}"' if b.text is not None else f"baseline undefined: {b.note}"
+        note = f"{m.note}; {note}" if m.note else note
+        ok = m.text is not None and b.text is not None and OPS[e.op](m.text, b.text)
+        return Result(e, None, ok, note, m.text, b.text)
+    if b.value is None:
+        note = f"baseline.{ref.subject} undefined: {b.note}"
+        return Result(e, m.value, False, f"{m.note}; {note}" if m.note else note)
+    limit = ref.scale * b.value + ref.offset
+    note = (f"baseline.{ref.subject} = {format_value(ref.name, b.value)}, so "
+            f"{e.subject} {e.op} {format_value(e.name, limit)}")
+    note = f"{m.note}; {note}" if m.note else note
+    return Result(e, m.value, m.value is not None and OPS[e.op](m.value, limit), note, None,
+                  limit)
 
 
 def failure_message(failed: Sequence[Result], *, label: str = "") -> str:

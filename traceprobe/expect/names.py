@@ -42,6 +42,31 @@ parallelism                  –   ``serial.parallelism``
 launch_latency_p50_us        –   ``host.launch_latency.p50_us`` (also ``_mean_us``, ``_p95_us``,
                                  ``_max_us``, ``_unqueued_p50_us``, ``_unqueued_max_us``)
 launch_bound_streams         –   number of ``host.kernel_gaps`` rows with ``launch_bound`` true
+steps                        –   number of steps in the window (``step_breakdown`` steps)
+step_p50_us                  –   median step time (``end_us − start_us`` of each step); also
+                                 ``step_p90_us``, ``step_mean_us``, ``step_min_us``,
+                                 ``step_max_us``; undefined without steps (traceprobe.report.
+                                 stepstats)
+dataloader_share            yes  the ``dataloader`` part of the step breakdown over the steps'
+                                 time (device d's rows); no [d]: max over devices
+step_<part>_share           yes  the same for each part: ``kernel``, ``memcpy``, ``memset``,
+                                 ``communication``, ``runtime``, ``dataloader``, ``cpu_exec``,
+                                 ``other``
+phase_<phase>_share         yes  the same for each phase of ``step_breakdown[].phases``:
+                                 ``forward``, ``backward``, ``optimizer``, ``dataloader``,
+                                 ``other``
+idle_<kind>_share           yes  the idle causes of kind ``<kind>`` (``dataloader``,
+                                 ``optimizer``, ``region``, ``wait``, ``sync``, ``cpu_op``,
+                                 ``runtime``, ``host_idle``) summed, over the device's idle
+                                 time (``host.devices[d].causes[]``: the report lists the 5
+                                 largest causes, so a kind outside them reads 0 and the
+                                 shares sum to at most 1); no [d]: max over devices
+bound_by                     –   ``critical_path.bound_by``, a string (compare with == or !=
+                                 and a quoted word: ``bound_by == "kernel"``)
+gpu_bound                    –   1 when ``bound_by`` is ``kernel``, ``copy`` or
+                                 ``communication`` (the GPU bounds the window), else 0
+critical_path_gpu_share      –   (kernel + copy + communication) of ``critical_path.breakdown``
+                                 over ``critical_path.length_us``
 ========================== ===== ================================================================
 
 The table in code is :data:`NAMES`; ``traceprobe check --help`` prints it from there.
@@ -54,6 +79,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from traceprobe.errors import UsageError
+from traceprobe.report.stepstats import (
+    devices_with_steps,
+    part_shares,
+    step_stats,
+    step_times,
+)
 
 Report = Mapping[str, Any]
 
@@ -65,6 +96,7 @@ class Measured:
 
     value: float | None
     note: str = ""
+    text: str | None = None  # the value of a string name (bound_by); value is then None
 
 
 # ----------------------------------------------------------------------------- readers
@@ -176,7 +208,7 @@ class Name:
 
     read: Callable[[Report, int | None], Measured]
     doc: str
-    unit: str  # fraction | us | count | ratio
+    unit: str  # fraction | us | count | ratio | text (a string value, Measured.text)
     indexed: bool = False
 
 
@@ -248,6 +280,136 @@ NAMES: dict[str, Name] = {
         _count_rows("host", "kernel_gaps", where="launch_bound"),
         "host.kernel_gaps rows with launch_bound true", "count"),
 }
+
+
+# ----------------------------------------------------------------------------- step-level
+
+
+def _step_stat(stat: str) -> Callable[[Report, int | None], Measured]:
+    def read(r: Report, index: int | None) -> Measured:
+        stats = step_stats(r)
+        if stats is None:
+            return Measured(None, "no ProfilerSteps in the window")
+        return Measured(stats.stat(stat), f"over {stats.count} step" +
+                        ("" if stats.count == 1 else "s"))
+
+    return read
+
+
+def _step_count(r: Report, index: int | None) -> Measured:
+    return Measured(float(len(step_times(r))))
+
+
+def _share_of_steps(part: str, key: str = "parts") -> Callable[[Report, int | None], Measured]:
+    def read(r: Report, index: int | None) -> Measured:
+        devs = devices_with_steps(r)
+        if not devs:
+            return Measured(None, "no ProfilerSteps in the window")
+        if key == "phases" and not any(row.get("phases") for row in r["step_breakdown"]):
+            return Measured(None, "the report has no phases")
+        if index is not None:
+            if index not in devs:
+                return Measured(None, f"no GPU {index} in the step breakdown"
+                                      f" ({_devices_text(d for d in devs if d is not None)})")
+            devs = [index]
+        known = [(d, part_shares(r, d, key).get(part)) for d in devs]
+        values = [(d, v) for d, v in known if v is not None]
+        if not values:
+            return Measured(None, "the steps last 0 µs")
+        device, value = max(values, key=lambda dv: dv[1])
+        if index is not None or device is None:
+            return Measured(value)
+        if len(values) == 1:
+            return Measured(value, f"GPU {device}")
+        return Measured(value, f"max over {_devices_text(d for d, _ in values)}: GPU {device}")
+
+    return read
+
+
+def _idle_share(kind: str) -> Callable[[Report, int | None], Measured]:
+    def read(r: Report, index: int | None) -> Measured:
+        rows = _rows(r, "host", "devices")
+        if index is not None:
+            rows = [row for row in rows if row.get("device") == index]
+            if not rows:
+                return Measured(None, f"no GPU {index} in the report")
+        known = []
+        for row in rows:
+            idle = row.get("idle_us")
+            if not idle:
+                continue
+            us = sum(float(c.get("us") or 0) for c in row.get("causes") or []
+                     if c.get("kind") == kind)
+            known.append((row.get("device"), us / float(idle)))
+        if not known:
+            return Measured(None, "no GPU idle time in the window")
+        device, value = max(known, key=lambda dv: dv[1])
+        if index is not None:
+            return Measured(value)
+        return Measured(value, f"GPU {device}" if len(known) == 1 else
+                        f"max over {_devices_text(d for d, _ in known)}: GPU {device}")
+
+    return read
+
+
+GPU_BOUNDS = ("kernel", "copy", "communication")  # critical-path categories on the GPU
+
+
+def _bound_by(r: Report, index: int | None) -> Measured:
+    path = r.get("critical_path")
+    if not isinstance(path, Mapping) or path.get("bound_by") is None:
+        return Measured(None, "no critical path for the window")
+    return Measured(None, text=str(path["bound_by"]))
+
+
+def _gpu_bound(r: Report, index: int | None) -> Measured:
+    m = _bound_by(r, index)
+    if m.text is None:
+        return m
+    return Measured(float(m.text in GPU_BOUNDS), f"bound by {m.text}")
+
+
+def _path_gpu_share(r: Report, index: int | None) -> Measured:
+    path = r.get("critical_path")
+    if not isinstance(path, Mapping) or not path.get("length_us"):
+        return Measured(None, "no critical path for the window")
+    parts = path.get("breakdown") or {}
+    return Measured(sum(float(parts.get(k) or 0) for k in GPU_BOUNDS) / float(path["length_us"]))
+
+
+STEP_PARTS = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
+              "cpu_exec", "other")  # traceprobe.metrics.steps.CATEGORIES (data, not imported)
+PHASES = ("forward", "backward", "optimizer", "dataloader", "other")
+IDLE_KINDS = ("dataloader", "optimizer", "region", "wait", "sync", "cpu_op", "runtime",
+              "host_idle")
+
+STEP_NAMES: dict[str, Name] = {
+    "steps": Name(_step_count, "number of steps in the window", "count"),
+    **{f"step_{k}_us": Name(_step_stat(k), f"{doc} step time (step_breakdown windows)", "us")
+       for k, doc in (("p50", "median"), ("p90", "90th percentile"), ("mean", "mean"),
+                      ("min", "shortest"), ("max", "longest"))},
+    "dataloader_share": Name(
+        _share_of_steps("dataloader"),
+        "the step breakdown's dataloader part over the steps' time; no [d]: max over GPUs",
+        "fraction", indexed=True),
+    **{f"step_{p}_share": Name(
+        _share_of_steps(p), f"the step breakdown's {p} part over the steps' time",
+        "fraction", indexed=True) for p in STEP_PARTS},
+    **{f"phase_{p}_share": Name(
+        _share_of_steps(p, "phases"), f"the {p} phase over the steps' time",
+        "fraction", indexed=True) for p in PHASES},
+    **{f"idle_{k}_share": Name(
+        _idle_share(k), f"idle causes of kind {k} over the GPU's idle time; no [d]: max",
+        "fraction", indexed=True) for k in IDLE_KINDS},
+    "bound_by": Name(_bound_by, 'critical_path.bound_by (a string: bound_by == "kernel")',
+                     "text"),
+    "gpu_bound": Name(_gpu_bound, "1 when bound_by is kernel, copy or communication, else 0",
+                      "count"),
+    "critical_path_gpu_share": Name(
+        _path_gpu_share, "kernel + copy + communication of the critical path over its length",
+        "fraction"),
+}
+NAMES.update(STEP_NAMES)  # the step-level names (tests/expect/test_step_names.py reads each)
 
 
 def names_help() -> str:

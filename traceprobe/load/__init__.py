@@ -21,9 +21,9 @@ the package, import a stage by its full name (``from traceprobe.load.read import
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from traceprobe.load.pipeline import Loading
@@ -34,35 +34,47 @@ PathLike = str | os.PathLike[str]
 __all__ = ["find_traces", "from_document", "from_events", "load", "load_many", "start"]
 
 
-def load(path: PathLike) -> Timeline:
-    """One trace file (``.json`` or gzip, whatever its name), or a folder holding one trace."""
+def load(path: PathLike, storage_options: Mapping[str, Any] | None = None) -> Timeline:
+    """One trace file (``.json`` or gzip, whatever its name), or a folder holding one trace;
+    or an fsspec URL of either (``s3://bucket/rank0.json.gz``), read with ``storage_options``."""
     from traceprobe.load.pipeline import load as _load
 
-    return _load(path)
+    return _load(path, storage_options)
 
 
 def load_many(
-    paths: PathLike | Iterable[PathLike], jobs: int | None = None, progress: bool = False
+    paths: PathLike | Iterable[PathLike],
+    jobs: int | None = None,
+    progress: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[Timeline]:
-    """Every trace ``paths`` names (files, folders, a mix), one Timeline per file, in order;
-    several files load in parallel processes (``jobs``); ``progress`` shows a bar on stderr."""
+    """Every trace ``paths`` names (files, folders, URLs, prefixes, globs, a mix), one Timeline
+    per file, in order; several files load in parallel processes (``jobs``); ``progress``
+    shows a bar on stderr."""
     from traceprobe.load.pipeline import load_many as _load_many
 
-    return _load_many(paths, jobs=jobs, progress=progress)
+    return _load_many(paths, jobs=jobs, progress=progress, storage_options=storage_options)
 
 
-def start(paths: PathLike | Iterable[PathLike], jobs: int | None = None) -> Loading:
+def start(
+    paths: PathLike | Iterable[PathLike],
+    jobs: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Loading:
     """Begin loading in worker processes and return at once (``.result()`` waits)."""
     from traceprobe.load.pipeline import start as _start
 
-    return _start(paths, jobs=jobs)
+    return _start(paths, jobs=jobs, storage_options=storage_options)
 
 
-def find_traces(path: PathLike) -> list[Path]:
-    """The trace files a path names: itself if a file, else those found under a folder."""
+def find_traces(
+    path: PathLike, storage_options: Mapping[str, Any] | None = None
+) -> list[Path] | list[str]:
+    """The trace files a path names: itself if a file, else those found under a folder
+    (for a URL: the object, the objects under a prefix, or a glob's matches, as URLs)."""
     from traceprobe.load.folders import find_traces as _find
 
-    return _find(path)
+    return _find(path, storage_options)
 
 
 def from_document(doc: object, source: str = "<memory>") -> Timeline:

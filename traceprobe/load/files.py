@@ -2,10 +2,13 @@
 
     read_chunks(path) -> Iterator[bytes]      raises on a gzip stream cut short
     FileChunks(path)                          the same, iterable; a cut sets ``cut`` instead
+    FileChunks(url, storage_options)          an object at an fsspec URL, streamed the same way
 
 Plain or gzip is told apart by the magic bytes, not the name. Every failure to open or
 read is one :class:`~traceprobe.errors.TraceError` that names the file, the problem and
-the fix (a missing file, a loop of symbolic links, a name too long, permissions).
+the fix (a missing file, a loop of symbolic links, a name too long, permissions). A URL
+(``s3://...``, see :mod:`traceprobe.urls`) is opened through fsspec and read in the same
+pieces, gunzipped by the same code; a local path never touches fsspec.
 :mod:`.read` decodes the JSON these pieces hold.
 """
 
@@ -13,12 +16,13 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from traceprobe.errors import TraceError
 from traceprobe.load.folders import os_error
+from traceprobe.urls import is_url, open_url
 
 GZIP_MAGIC = b"\x1f\x8b"
 REEXPORT = (
@@ -36,17 +40,19 @@ except ImportError:
     _INFLATE_ERRORS = (zlib.error,)
 
 
-def read_chunks(path: str | os.PathLike[str]) -> Iterator[bytes]:
+def read_chunks(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> Iterator[bytes]:
     """The file's bytes in pieces, gunzipped when they start with the gzip magic.
 
     A gzip stream that ends early raises (use :class:`FileChunks` to salvage it)."""
-    chunks = FileChunks(path)
+    chunks = FileChunks(path, storage_options)
     yield from chunks
     if chunks.cut is not None:
         raise chunks.cut
 
 
-def _read(f: Any, p: Path, n: int) -> bytes:
+def _read(f: Any, p: Path | str, n: int) -> bytes:
     try:
         return f.read(n)
     except OSError as e:
@@ -65,13 +71,34 @@ class FileChunks:
     ``gzip -dc`` does, and counted in ``trailing``.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+    def __init__(
+        self, path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+    ) -> None:
+        self.path: Path | str = str(path) if is_url(path) else Path(path)
+        self.storage_options = storage_options
         self.cut: TraceError | None = None
         self.trailing = 0
 
     def __iter__(self) -> Iterator[bytes]:
         p = self.path
+        f = open_url(p, self.storage_options) if isinstance(p, str) else self._open(p)
+        with f:
+            first = _read(f, p, READ_BYTES)
+            if not first:
+                raise TraceError(
+                    p,
+                    "the file is empty (0 bytes)",
+                    f"the profiler probably stopped before writing; {REEXPORT}",
+                )
+            if first[:2] == GZIP_MAGIC:
+                yield from self._gunzip(first, f)
+                return
+            yield first
+            while block := _read(f, p, BATCH_BYTES):
+                yield block
+
+    @staticmethod
+    def _open(p: Path) -> Any:
         try:
             f = p.open("rb")
         except FileNotFoundError as e:
@@ -93,20 +120,7 @@ class FileChunks:
             raise TraceError(
                 p, f"cannot read the file ({e.strerror or e})", "check the file and the disk"
             ) from None
-        with f:
-            first = _read(f, p, READ_BYTES)
-            if not first:
-                raise TraceError(
-                    p,
-                    "the file is empty (0 bytes)",
-                    f"the profiler probably stopped before writing; {REEXPORT}",
-                )
-            if first[:2] == GZIP_MAGIC:
-                yield from self._gunzip(first, f)
-                return
-            yield first
-            while block := _read(f, p, BATCH_BYTES):
-                yield block
+        return f
 
     def _gunzip(self, first: bytes, f: Any) -> Iterator[bytes]:
         p = self.path

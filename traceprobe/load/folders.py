@@ -8,6 +8,11 @@ loader. Hidden files and folders (``.name``) and traceprobe's own metadata
 (``traceprobe.meta.json`` of older recordings) are not traces. Files come back in
 natural order (``rank-2`` before ``rank-10``), so the result does not depend on the
 file system.
+
+A URL (``s3://bucket/job/``, see :mod:`traceprobe.urls`) follows the same rules: an object
+is itself, a prefix is a folder (every trace object under it, by the same names), and a
+URL with ``*``, ``?`` or ``[`` is a glob whose matches count as if each were named (a
+matching prefix is searched as a folder). URLs stay strings (``Path`` would fold ``//``).
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any, overload
 
 from traceprobe.errors import TraceError
+from traceprobe.urls import has_glob, is_url
 
 PathLike = str | os.PathLike[str]
 
@@ -40,8 +47,26 @@ def os_error(p: Path, e: OSError) -> TraceError | None:
     return None
 
 
-def find_traces(path: PathLike) -> list[Path]:
-    """The trace files a path names: itself if a file, else those under a directory."""
+@overload
+def find_traces(
+    path: os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> list[Path]: ...
+
+
+@overload
+def find_traces(
+    path: str, storage_options: Mapping[str, Any] | None = None
+) -> list[Path] | list[str]: ...
+
+
+def find_traces(
+    path: PathLike, storage_options: Mapping[str, Any] | None = None
+) -> list[Path] | list[str]:
+    """The trace files a path names: itself if a file, else those under a directory.
+
+    A URL gives URLs (strings; see the module docstring), read with ``storage_options``."""
+    if is_url(path):
+        return find_objects(str(path), storage_options)
     p = Path(path)
     try:
         os.stat(p)
@@ -104,18 +129,67 @@ def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     return sorted(hits, key=_natural_key)
 
 
-def _natural_key(p: Path) -> list[tuple[int, int | str]]:
-    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", p.as_posix()) if t]
+def _natural_key(p: Path | str) -> list[tuple[int, int | str]]:
+    text = p if isinstance(p, str) else p.as_posix()
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t]
 
 
-def expand(paths: PathLike | Iterable[PathLike]) -> list[Path]:
+def find_objects(url: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
+    """The trace objects a URL names: the object, those under a prefix, a glob's matches."""
+    from traceprobe.urls import error, filesystem
+
+    fs, path = filesystem(url, storage_options)
+    try:
+        if has_glob(url):
+            hits = fs.glob(path, detail=True)
+            found: set[str] = set()
+            for name, info in hits.items():
+                if info.get("type") == "directory":
+                    found.update(_under(fs, name))
+                else:
+                    found.add(name)
+            if not found:
+                raise TraceError(url, "no objects match this pattern",
+                                 "check the pattern (it is matched against object names)")
+        else:
+            if fs.info(path).get("type") != "directory":
+                return [url]
+            found = set(_under(fs, path))
+            if not found:
+                raise TraceError(
+                    url,
+                    "no trace objects (*.pt.trace.json[.gz], *.json, *.json.gz) under this prefix",
+                    "point at the prefix the traces were uploaded to, or at one object",
+                )
+    except TraceError:
+        raise
+    except Exception as e:
+        raise error(url, e) from None
+    return sorted((fs.unstrip_protocol(name) for name in found), key=_natural_key)
+
+
+def _under(fs: Any, root: str) -> list[str]:
+    """The trace objects under a prefix, by the rules of :func:`_glob` for a folder."""
+    root = root.rstrip("/")
+    out = []
+    for name in fs.find(root):
+        rel = name[len(root):].lstrip("/").split("/")
+        if (rel[-1].endswith((".json", ".json.gz")) and rel[-1] not in NOT_TRACES
+                and not any(part.startswith(".") for part in rel)):
+            out.append(name)
+    return out
+
+
+def expand(
+    paths: PathLike | Iterable[PathLike], storage_options: Mapping[str, Any] | None = None
+) -> list[Path | str]:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files: list[Path] = []
-    seen: set[Path] = set()
+    files: list[Path | str] = []
+    seen: set[Path | str] = set()
     for item in paths:
-        for f in find_traces(item):
-            key = f.resolve()
+        for f in find_traces(item, storage_options):
+            key = f if isinstance(f, str) else f.resolve()
             if key not in seen:
                 seen.add(key)
                 files.append(f)

@@ -1,6 +1,6 @@
 """The stages joined: paths in, :class:`~traceprobe.timeline.Timeline` out, here or in workers.
 
-    load(path) -> Timeline                     one trace file
+    load(path) -> Timeline                     one trace file (or an fsspec URL of one)
     load_many(paths, jobs=None, progress=False) -> list[Timeline]
                                                files, directories, or a mix
     start(paths, jobs=None) -> Loading         the same, begun in worker processes
@@ -12,14 +12,16 @@ feeding :func:`.columns.collect` (numpy columns), then :func:`.frames.timeline` 
 frames). Importing this module does not import pandas: worker processes forked from it
 decode without it. :func:`from_document` and :func:`from_events` encode Python objects to
 JSON and take the same path as a file; pass ``decimal.Decimal`` timestamps to keep sub-µs
-digits exact.
+digits exact. A path may be an fsspec URL (``s3://bucket/job/``, :mod:`traceprobe.urls`);
+``storage_options`` go to its file system, in this process and in the workers, which open
+the URL themselves.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ from traceprobe.load.columns import collect
 from traceprobe.load.folders import PathLike, expand, find_traces
 from traceprobe.load.read import EventStream, read_events
 from traceprobe.load.schema import Columns
+from traceprobe.urls import is_url
 
 if TYPE_CHECKING:
     from traceprobe.timeline import Timeline
@@ -38,14 +41,14 @@ _ENCODER = msgspec.json.Encoder(decimal_format="number")
 MAX_PARTS = 8  # workers that decode one file together (each gunzips all of it)
 
 
-def load(path: PathLike) -> Timeline:
+def load(path: PathLike, storage_options: Mapping[str, Any] | None = None) -> Timeline:
     """Load one trace file (``.json`` or gzip, whatever its name), in this process.
 
-    A directory that holds exactly one trace is accepted too.
+    A directory (or a URL's prefix) that holds exactly one trace is accepted too.
     """
-    p = Path(path)
-    if p.is_dir():
-        found = find_traces(p)
+    p: Path | str = str(path) if is_url(path) else Path(path)
+    if isinstance(p, str) or p.is_dir():
+        found = find_traces(p, storage_options)
         if len(found) > 1:
             raise TraceError(
                 p,
@@ -53,11 +56,14 @@ def load(path: PathLike) -> Timeline:
                 "use load_many() (or pass one file)",
             )
         p = found[0]
-    return _timeline(_collect(p))
+    return _timeline(_collect(p, storage_options))
 
 
 def load_many(
-    paths: PathLike | Iterable[PathLike], jobs: int | None = None, progress: bool = False
+    paths: PathLike | Iterable[PathLike],
+    jobs: int | None = None,
+    progress: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[Timeline]:
     """Load every trace that ``paths`` names, one Timeline per file, in order.
 
@@ -66,13 +72,17 @@ def load_many(
     ``min(cpu_count, files)``; ``jobs=1`` or a single file loads here).
     ``progress=True`` shows a tqdm bar on stderr.
     """
-    files = expand(paths)
+    files = expand(paths, storage_options)
     jobs = min(_cores(), len(files)) if jobs is None else jobs
-    with Loading(files, max(1, min(jobs, len(files)))) as loading:
+    with Loading(files, max(1, min(jobs, len(files))), storage_options) as loading:
         return loading.result(progress=progress)
 
 
-def start(paths: PathLike | Iterable[PathLike], jobs: int | None = None) -> Loading:
+def start(
+    paths: PathLike | Iterable[PathLike],
+    jobs: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Loading:
     """Start loading ``paths`` in worker processes and return at once.
 
     For a caller with work of its own before it needs the timelines: the CLI
@@ -89,8 +99,9 @@ def start(paths: PathLike | Iterable[PathLike], jobs: int | None = None) -> Load
             ...                                  # runs while the files decode
             timelines = loading.result(progress=True)
     """
-    files = expand(paths)
-    return Loading(files, max(1, min(_cores(), len(files)) if jobs is None else jobs))
+    files = expand(paths, storage_options)
+    return Loading(files, max(1, min(_cores(), len(files)) if jobs is None else jobs),
+                   storage_options)
 
 
 class Loading:
@@ -100,11 +111,18 @@ class Loading:
     and send back flat arrays, which pickle far faster than frames of Python
     strings; the frames are assembled here, in file order. With ``jobs`` > 1
     there is one worker per file, or ``jobs // files`` per file (at most
-    ``MAX_PARTS``) when there are more jobs than files.
+    ``MAX_PARTS``) when there are more jobs than files (never for URLs: each part would
+    fetch the whole object).
     """
 
-    def __init__(self, files: list[Path], jobs: int) -> None:
-        self.files = files
+    def __init__(
+        self,
+        files: Sequence[Path | str],
+        jobs: int,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.files = list(files)
+        self.storage_options = storage_options
         self.fallbacks = 0  # files split between workers that were then loaded sequentially
         self._pool: Any = None
         self._pending: list[Any] = []
@@ -112,10 +130,14 @@ class Loading:
             from concurrent.futures import ProcessPoolExecutor
 
             parts = max(1, min(jobs // len(files), MAX_PARTS))
+            if any(is_url(f) for f in files):
+                parts = 1
             self._pool = pool = ProcessPoolExecutor(max_workers=min(jobs, len(files) * parts))
             for f in files:
                 if parts == 1:
-                    self._pending.append([pool.submit(_collect_in_worker, str(f))])
+                    self._pending.append(
+                        [pool.submit(_collect_in_worker, str(f), storage_options)]
+                    )
                 else:
                     self._pending.append(
                         [pool.submit(_part_in_worker, str(f), i, parts) for i in range(parts)]
@@ -128,12 +150,13 @@ class Loading:
         unless ``errors`` is a list: then a file that cannot be read adds its
         :class:`TraceError` there and is left out (``loaded`` names the files kept)."""
         bar = _progress(len(self.files)) if progress else None
-        self.loaded: list[Path] = []
+        self.loaded: list[Path | str] = []
         try:
             out = []
             for i, f in enumerate(self.files):
                 try:
-                    cols = _collect(f) if self._pool is None else self._received(i, f)
+                    cols = (_collect(f, self.storage_options) if self._pool is None
+                            else self._received(i, f))
                 except TraceError as e:
                     if errors is None:
                         raise
@@ -150,7 +173,7 @@ class Loading:
                 bar.close()
             self.close()
 
-    def _received(self, i: int, f: Path) -> Columns:
+    def _received(self, i: int, f: Path | str) -> Columns:
         done = [fut.result() for fut in self._pending[i]]
         self._pending[i] = None  # the arrays will live in the frames only
         if len(done) == 1:
@@ -172,7 +195,7 @@ class Loading:
         # the one expected failure (see split.Unsplittable): load it here, for the one
         # canonical result or error, and say so in meta.extra["parallel"]
         self.fallbacks += 1
-        cols = _collect(f)
+        cols = _collect(f, self.storage_options)
         cols.notes["parallel"] = {"parts": len(done), "merged": False, "fallback": why}
         return cols
 
@@ -189,8 +212,8 @@ class Loading:
         self.close()
 
 
-def _collect(path: PathLike) -> Columns:
-    return collect(read_events(path), str(path))
+def _collect(path: PathLike, storage_options: Mapping[str, Any] | None = None) -> Columns:
+    return collect(read_events(path, storage_options), str(path))
 
 
 def _timeline(cols: Columns) -> Timeline:
@@ -199,9 +222,11 @@ def _timeline(cols: Columns) -> Timeline:
     return timeline(cols)
 
 
-def _collect_in_worker(path: str) -> Columns | tuple[str, str, str]:
+def _collect_in_worker(
+    path: str, storage_options: Mapping[str, Any] | None = None
+) -> Columns | tuple[str, str, str]:
     try:
-        return _collect(path)
+        return _collect(path, storage_options)
     except TraceError as e:  # TraceError's signature does not survive pickling
         return (e.path, e.problem, e.fix)
     except TraceprobeError as e:  # pragma: no cover - collect raises only TraceError

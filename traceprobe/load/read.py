@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -419,10 +419,13 @@ def _drop_leading_ws(buf: bytes, skipped: int) -> tuple[bytes, int]:
         return buf, skipped
     return (buf[:head] + buf[end:]), skipped + end - head
 
-def read_events(path: str | os.PathLike[str]) -> EventStream:
-    """The events of one trace file, in batches (see :class:`EventStream`); a file cut
-    short keeps its complete events (``stream.salvaged`` says so)."""
-    return EventStream(FileChunks(path), str(path))
+
+def read_events(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> EventStream:
+    """The events of one trace file (or fsspec URL), in batches (see :class:`EventStream`);
+    a file cut short keeps its complete events (``stream.salvaged`` says so)."""
+    return EventStream(FileChunks(path, storage_options), str(path))
 
 
 def decode_events(data: bytes) -> list[Event]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceprobe.timeline import TraceMeta
+from traceprobe.urls import is_url
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,16 @@ class Run:
     world_size: int | None = None
 
 
+def folder_of(source: str) -> str:
+    """The folder of a trace's path; a URL's prefix (``s3://b/job/r0.json`` -> ``s3://b/job``)."""
+    return source.rsplit("/", 1)[0] if is_url(source) else str(Path(source).parent)
+
+
 def runs(metas: Sequence[TraceMeta]) -> tuple[Run, ...]:
     """The traces grouped into jobs and separate runs, by folder (see the module docstring)."""
     by_folder: dict[str, list[int]] = {}
     for i, m in enumerate(metas):
-        by_folder.setdefault(str(Path(m.source).parent), []).append(i)
+        by_folder.setdefault(folder_of(m.source), []).append(i)
     out = []
     for folder, idx in by_folder.items():
         ranked = [i for i in idx if metas[i].rank is not None and (metas[i].world_size or 0) > 1]

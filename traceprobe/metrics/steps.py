@@ -15,6 +15,10 @@ below that is active then; the parts therefore sum exactly to the step:
 
 A trace without GPU activity gets one row per step with ``device`` None (GPU parts 0).
 
+``phases`` splits the same window into forward / backward / optimizer / dataloader / other
+from the trace's own markers (:mod:`.phases`: autograd engine events, ``Optimizer.*`` and
+DataLoader ranges); host time, the same for every device's row; it sums to the step.
+
 ``regions`` splits the same window by the innermost region (a ``record_function``
 range, a DataLoader range or an ``Optimizer.*`` range) covering each instant, and
 ``(no region)`` for the rest; it also sums to the step.
@@ -35,6 +39,7 @@ import pandas as pd
 
 from traceprobe.intervals import EMPTY, measure_within, spans, union
 from traceprobe.metrics.axis import Axis, first_of_runs, sorted_unique, string_ranks
+from traceprobe.metrics.phases import PHASES, phase_ns
 from traceprobe.metrics.regions import REGION_CLASSES, HostEvents, innermost
 from traceprobe.metrics.windows import offsets, win_of
 
@@ -59,6 +64,7 @@ class StepBreakdown:
     end_ns: int
     parts: tuple[Part, ...]  # CATEGORIES, in order
     regions: tuple[Part, ...]  # largest first; the rest summed into "(other regions)"
+    phases: tuple[Part, ...] = ()  # PHASES, in order (metrics/phases.py)
 
 
 def step_breakdown(
@@ -92,6 +98,7 @@ def step_breakdown_by_window(
                                               ev.cls == "dataloader",
                                               np.isin(ev.cls, ("cpu_op", "optimizer", "region")))]
     regions = _regions(ev, ev_s, ev_e, s_ax, e_ax)
+    phase_rows = phase_ns(ev, ev_s, ev_e, s_ax, e_ax).tolist()
     g_win = win_of(gpu)
     g_dev = gpu["device"].to_numpy()
     g_kind = gpu["kind"].to_numpy(dtype=object)
@@ -123,8 +130,10 @@ def step_breakdown_by_window(
                 ns = per_step[i]
                 ns.append(total - sum(ns))
                 parts = tuple([part(c, v, total) for c, v in zip(CATEGORIES, ns, strict=True)])
+                phases = tuple([part(c, v, total)
+                                for c, v in zip(PHASES, phase_rows[i], strict=True)])
                 rows[w].append(StepBreakdown(steps_l[i], dev, ss_l[i], se_l[i], parts,
-                                             regions[i]))
+                                             regions[i], phases))
     return [tuple(r) if r else () for r in rows]
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,7 +131,9 @@ class Call:
     source: str  # "record_param_comms" | "kernel" | "annotation"
 
 
-def read_calls(path: str | os.PathLike[str]) -> tuple[list[Call], Header]:
+def read_calls(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> tuple[list[Call], Header]:
     """The collective calls of one trace file, in start order, and its host name.
 
     Streams the (decompressed) text: only events holding a collective's markers
@@ -140,7 +142,7 @@ def read_calls(path: str | os.PathLike[str]) -> tuple[list[Call], Header]:
     found from its marker back to the ``{"ph":`` that opens it (kineto writes ``ph``
     first); events written otherwise are not seen.
     """
-    events, host = scan(read_chunks(path))
+    events, host = scan(read_chunks(path, storage_options))
     return _calls(events), Header(host)
 
 

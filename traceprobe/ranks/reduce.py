@@ -15,8 +15,11 @@ figure: docs/FIGURES.md, "Ranks". In short:
   on an aligned clock, the last to arrive), bandwidth from it (see
   :mod:`traceprobe.ranks.comms`); on one clock (:mod:`traceprobe.ranks.clock`) also the
   arrival ``skew`` (last − first start), the ``last_rank``, its ``late`` time (its start −
-  the median start of the other participants) and ``wait`` (Σ over participants of
-  last start − own start).
+  the median start of the other participants) and ``wait`` (Σ over participants of each
+  one's wait: last start − own start, but never more than its own call lasted — a call
+  cannot wait longer than it ran, so a wait past that is a clock or matching error, not
+  time spent; the waits of a rank therefore sum to at most its collective time, and the rest
+  of its call time is ``transfer``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ TOP = 10
 QUANTILES = (("min", 0.0), ("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))
 TABLE_QUANTILES = (
     "step_median_us", "step_max_us", "busy_us", "utilization", "comm_us", "hidden_fraction",
-    "idle_us", "collective_us", "wait_us",
+    "idle_us", "collective_us", "wait_us", "transfer_us",
 )
 
 Key = tuple[str, Any, int]
@@ -174,7 +177,8 @@ def _collective(
         arr = sorted(((c.start_ns - clock.offsets_ns[i], ranks[i], i) for i, c in parts))
         last, last_rank, last_i = arr[-1]
         late = last - statistics.median([a for a, _, _ in arr[:-1]])
-        waits = [(i, last - a) for a, _, i in arr]
+        own = {i: c.end_ns - c.start_ns for i, c in parts}
+        waits = [(i, max(0, min(last - a, own[i]))) for a, _, i in arr]  # within its call
         row["skew_us"] = (last - arr[0][0]) / 1000
         row["last_rank"] = last_rank
         row["late_us"] = late / 1000
@@ -232,6 +236,8 @@ def _row(s: RankSummary, rank: int, w: dict[str, Any]) -> dict[str, Any]:
         "collectives": w["collectives"],
         "collective_us": w["collective_ns"] / 1000,
         "wait_us": _us(w["wait_ns"]),
+        "transfer_us": (None if w["wait_ns"] is None
+                        else (w["collective_ns"] - w["wait_ns"]) / 1000),
         "last_at": w["last_at"],
         "late_mean_us": w["late_ns"] / w["last_at"] / 1000 if w["last_at"] else None,
         "waited_for_us": w["waited_for_ns"] / 1000,

@@ -12,11 +12,16 @@ so that the local and the Dask engines hand the reduce exactly the same objects.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceprobe.errors import TraceError, TraceprobeError
 from traceprobe.ranks.comms import Call, read_calls
+
+if TYPE_CHECKING:
+    from traceprobe.report.model import Report
+    from traceprobe.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -51,19 +56,34 @@ class Failure:
         return TraceError(self.trace, self.problem, self.fix)
 
 
-def summarise(path: str | os.PathLike[str]) -> RankSummary | Failure:
-    """Summarise one trace file; a file that cannot be read gives a :class:`Failure`."""
+def summarise(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> RankSummary | Failure:
+    """Summarise one trace file (or fsspec URL, opened here with ``storage_options``); a
+    file that cannot be read gives a :class:`Failure`."""
     from traceprobe.load import load
     from traceprobe.report import analyze
 
     try:
-        tl = load(path)
+        tl = load(path, storage_options)
         rep = analyze(tl)
     except TraceError as e:
         return Failure(e.path, e.problem, e.fix)
     except TraceprobeError as e:
         return Failure(str(path), e.message, "")
-    calls, header = read_calls(path)
+    try:
+        return summary_of(path, tl, rep, storage_options)
+    except TraceError as e:  # the object changed or the network failed between the reads
+        return Failure(e.path, e.problem, e.fix)
+
+
+def summary_of(
+    path: str | os.PathLike[str], tl: Timeline, rep: Report,
+    storage_options: Mapping[str, Any] | None = None,
+) -> RankSummary:
+    """The summary of a trace already loaded (``tl``) and analysed (``rep``, its default
+    window): only its collective calls are read from ``path`` again."""
+    calls, header = read_calls(path, storage_options)
     meta = tl.meta
     has_gpu = bool(rep.devices)
     comm = rep.overlap.comm_compute
@@ -100,12 +120,14 @@ def input_notices(rep: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def full_report(path: str | os.PathLike[str]) -> dict[str, Any] | Failure:
+def full_report(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> dict[str, Any] | Failure:
     """The ordinary full report of one trace (for ``--rank R``), as its JSON dict."""
     from traceprobe.load import load
     from traceprobe.report import analyze
 
     try:
-        return analyze(load(path)).to_dict()
+        return analyze(load(path, storage_options)).to_dict()
     except TraceError as e:
         return Failure(e.path, e.problem, e.fix)

@@ -26,6 +26,7 @@ from typing import Any
 from traceprobe.render import as_dict
 from traceprobe.render import ranks as rk
 from traceprobe.render import tables as tb
+from traceprobe.render.charts import charts_html
 from traceprobe.render.events import event_detail
 from traceprobe.render.lanes import COLORS, LEGEND, lanes_for_report
 from traceprobe.timeline import Timeline
@@ -129,6 +130,9 @@ def _section(i: int, r: Mapping[str, Any], picture: str | None, *, top: int, lab
         out.append("</ul>")
     if picture:
         out.append(picture)
+    charts = charts_html(r)  # the step breakdown, phases and idle causes as bars
+    if charts:
+        out.append(charts)
     out += [_table(t) for t in doc.tables]
     out.append("</section>")
     return "\n".join(out)

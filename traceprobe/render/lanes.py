@@ -373,7 +373,7 @@ def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple
     elif w.get("basis") in ("steps", "profiler"):
         from traceprobe.report.build import default_window
 
-        start, end, _ = default_window(timeline)
+        start, end, _ = default_window(timeline, w["basis"])
         return start, end
     lo, hi = w.get("start_us"), w.get("end_us")
     if lo is None or hi is None or hi < lo:

@@ -28,6 +28,9 @@ import numpy as np
 
 from traceprobe import output
 from traceprobe.errors import UsageError
+from traceprobe.render.charts import Chart, report_charts
+from traceprobe.render.charts import color as chart_color
+from traceprobe.render.charts import label as chart_label
 from traceprobe.render.lanes import COLORS, LEGEND, Band, lanes_for_report, raster
 from traceprobe.timeline import Timeline
 
@@ -135,13 +138,19 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
     step_px = STEP_PX if lanes.steps else 0
     n_kinds = len(lanes.kinds())
     head_px = 40 + 16 * n_lines + 6 * len(headlines)
-    foot_px = 52 + 18 * max(1, -(-n_kinds // LEGEND_COLUMNS))
+    charts = [c for c in report_charts(r) if c.bars and c.scale_us > 0]
+    chart_px = sum(_chart_px(c) for c in charts)
+    foot_px = 52 + 18 * max(1, -(-n_kinds // LEGEND_COLUMNS)) + chart_px
     fig_h = (head_px + step_px + img_h + foot_px) / DPI
     fig = Figure(figsize=(WIDTH_PX / DPI, fig_h), dpi=DPI)
     FigureCanvasAgg(fig)
     left = LEFT_PX / WIDTH_PX
     ax = fig.add_axes((left, foot_px / DPI / fig_h, PLOT_PX / WIDTH_PX,
                        (img_h + step_px) / DPI / fig_h))
+    bottom = 0
+    for c in reversed(charts):  # the bar charts under the timeline, first chart on top
+        _draw_chart(fig, c, bottom, fig_h)
+        bottom += _chart_px(c)
     span = max(1, lanes.hi - lanes.lo)
     scale, unit = _unit(span)
     x1 = span / scale
@@ -180,7 +189,7 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
     if handles:
         fig.legend(handles, [LEGEND[k] for k in kinds], loc="lower center",
                    ncol=min(len(handles), LEGEND_COLUMNS),
-                   fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0))
+                   fontsize=8, frameon=False, bbox_to_anchor=(0.5, chart_px / DPI / fig_h))
 
     title = str(r.get("trace") or timeline.source)
     step = (r.get("window") or {}).get("step")
@@ -194,6 +203,48 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
             y += 16
         y += 6
     return fig
+
+
+CHART_BAR_PX, CHART_HEAD_PX, CHART_FOOT_PX = 16, 26, 34
+
+
+def _chart_px(c: Chart) -> int:
+    return CHART_HEAD_PX + _bars_px(c) + CHART_FOOT_PX
+
+
+def _bars_px(c: Chart) -> int:
+    """The bars' height: a row per bar, and room for the legend beside them."""
+    return max(CHART_BAR_PX * len(c.bars), 12 * len(c.names()))
+
+
+def _draw_chart(fig: Any, c: Chart, bottom_px: int, fig_h: float) -> Any:
+    """One chart of :mod:`traceprobe.render.charts` as horizontal stacked bars, every bar to
+    the chart's scale (its longest bar spans the axis), its legend under it."""
+    from matplotlib.patches import Patch
+
+    h_px = _bars_px(c)
+    ax = fig.add_axes((LEFT_PX / WIDTH_PX, (bottom_px + CHART_FOOT_PX) / DPI / fig_h,
+                       PLOT_PX / WIDTH_PX * 0.8, h_px / DPI / fig_h))
+    scale, unit = _unit(int(c.scale_us * 1000))
+    for i, b in enumerate(c.bars):
+        x = 0.0
+        for name, us in b.segments:
+            if us > 0:
+                ax.barh(i, us * 1000 / scale, left=x, height=0.8, color=chart_color(name),
+                        linewidth=0)
+                x += us * 1000 / scale
+    ax.set_xlim(0, c.scale_us * 1000 / scale)
+    ax.set_ylim(len(c.bars) - 0.5, -0.5)
+    ax.set_yticks(range(len(c.bars)), [b.label for b in c.bars], fontsize=7)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(f"{c.title} ({unit})", fontsize=9, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    names = c.names()
+    ax.legend([Patch(facecolor=chart_color(n)) for n in names],
+              [chart_label(c, n) for n in names], loc="center left",
+              bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
+    return ax
 
 
 def _unit(span_ns: int) -> tuple[float, str]:

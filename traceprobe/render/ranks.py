@@ -31,6 +31,7 @@ _QUANTILE_ROWS = (
     ("GPU idle", "idle_us", fmt_time),
     ("collective call time", "collective_us", fmt_time),
     ("waiting at collectives", "wait_us", fmt_time),
+    ("transfer at collectives", "transfer_us", fmt_time),
 )
 
 
@@ -128,12 +129,12 @@ def _ranks(r: Mapping[str, Any], top: int) -> Table:
     return Table(
         "Ranks" if not notes else "Slowest ranks",
         ("rank", "steps", "step (median)", "step (max)", "busy", "util", "comm", "hidden",
-         "idle", "waited"), "rrrrrrrrrr",
+         "idle", "waited", "transfer"), "rrrrrrrrrrr",
         [(str(x["rank"]), fmt_count(x.get("steps")), fmt_time(x.get("step_median_us")),
           fmt_time(x.get("step_max_us")), fmt_time(x.get("busy_us")),
           fmt_pct(x.get("utilization")), fmt_time(x.get("comm_us")),
           fmt_pct(x.get("hidden_fraction")), fmt_time(x.get("idle_us")),
-          fmt_time(x.get("wait_us"))) for x in rows],
+          fmt_time(x.get("wait_us")), fmt_time(x.get("transfer_us"))) for x in rows],
         notes,
     )
 

@@ -50,11 +50,14 @@ def analyze(
     *,
     step: Step = None,
     devices: Sequence[int] | None = None,
+    window: str = "steps",
 ) -> Report:
     """Every figure of one trace: a Timeline, or the path of a trace file to load first.
 
     ``step``: None for the whole window, N for ProfilerStep#N only, ``"all"`` for the whole
     plus one sub-report per step. ``devices``: only these GPUs (None: every GPU with work).
+    ``window``: what "the whole window" is: ``"steps"`` (the profiled steps), ``"profiler"``
+    (the profiler's recording span) or ``"events"`` (every event); docs/FIGURES.md.
     """
     from traceprobe.report.build import analyze as _analyze
 
@@ -62,16 +65,17 @@ def analyze(
         from traceprobe.load import load
 
         trace = load(trace)
-    return _analyze(trace, step=step, devices=devices)
+    return _analyze(trace, step=step, devices=devices, window=window)
 
 
 def analyze_many(
-    timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None
+    timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None,
+    window: str = "steps",
 ) -> MultiReport:
     """Each timeline analysed, plus device overlap across them (one host clock assumed)."""
     from traceprobe.report.build import analyze_many as _analyze_many
 
-    return _analyze_many(timelines, step=step, devices=devices)
+    return _analyze_many(timelines, step=step, devices=devices, window=window)
 
 
 def check(report: Report | MultiReport) -> None:

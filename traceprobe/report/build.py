@@ -3,6 +3,7 @@
     report = analyze(timeline)                 # whole trace
     report = analyze(timeline, step=3)         # only ProfilerStep#3's window
     report = analyze(timeline, step="all")     # whole trace plus one sub-report per step
+    report = analyze(timeline, window="events")  # every event, not only the profiled steps
     many = analyze_many([tl0, tl1])            # adds cross_trace (one shared host clock assumed)
 """
 
@@ -28,27 +29,41 @@ from traceprobe.timeline import Timeline
 
 
 def analyze(
-    timeline: Timeline, *, step: Step = None, devices: Sequence[int] | None = None
+    timeline: Timeline, *, step: Step = None, devices: Sequence[int] | None = None,
+    window: str = "steps",
 ) -> Report:
     """Analyse one timeline.
 
-    ``step``: None for the whole trace (first event start → last event end, CPU and
-    GPU); N (an int, or a string of digits) for ProfilerStep#N's window only; ``"all"``
-    for the whole trace plus one sub-report per step. ``devices``: analyse only these
-    GPUs, each listed even without events; None lists every GPU with activity.
-    Raises UsageError for a step the trace does not have (naming the ones it has).
+    ``step``: None for the whole window (``window``: see :func:`default_window`); N (an
+    int, or a string of digits) for ProfilerStep#N's window only; ``"all"`` for the whole
+    window plus one sub-report per step. ``devices``: analyse only these GPUs, each listed
+    even without events; None lists every GPU with activity.
+    Raises UsageError for a step the trace does not have (naming the ones it has), or a
+    ``window`` not in :data:`WINDOWS`.
     (:func:`check_devices` refuses devices the traces lack, as ``--device`` does.)
     """
-    return _analyze_one(timeline, step, _devices(timeline, devices))
+    return _analyze_one(timeline, step, _devices(timeline, devices), _window(window))
 
 
-def _analyze_one(timeline: Timeline, step: Step, devs: list[int]) -> Report:
+WINDOWS = ("steps", "profiler", "events")  # what a whole-trace report may cover, by choice
+
+
+def _window(window: str) -> str:
+    if window not in WINDOWS:
+        raise UsageError(f"window must be one of {', '.join(WINDOWS)}, not {window!r}")
+    return window
+
+
+def _analyze_one(timeline: Timeline, step: Step, devs: list[int], window: str) -> Report:
     pid = host_process(timeline.cpu)
     extra = timeline.meta.extra
     warnings: tuple[str, ...] = tuple(extra.get("warnings", ()))
+    note = time_windows(timeline)
+    if note is not None:
+        warnings += (note,)
     salvaged: dict[str, Any] | None = extra.get("salvaged")
     if step is None or step == "all":
-        lo, hi, basis = default_window(timeline)
+        lo, hi, basis = default_window(timeline, window)
         gap = stray_gap(timeline, lo, hi)
         if gap is not None:
             warnings += (gap,)
@@ -95,16 +110,22 @@ STARTUP_NAMES = frozenset({"Activity Buffer Request"})  # the profiler's own sta
 STARTUP_KINDS = frozenset({"overhead"})
 
 
-def default_window(timeline: Timeline) -> tuple[int, int, str]:
+def default_window(timeline: Timeline, prefer: str = "steps") -> tuple[int, int, str]:
     """``(start_ns, end_ns, basis)`` of what a whole-trace report analyses.
 
-    The profiled steps (first ProfilerStep start to last step end, counting steps that
-    repeat a number or lie inside another) when there are any; else the profiler's own
-    recording span (its ``Trace`` event), tightened to the events inside it; else first
-    event start to last event end. The profiler's start-up (``Activity Buffer Request``,
-    category ``overhead``) never opens the window.
+    ``prefer="steps"`` (the default): the profiled steps (first ProfilerStep start to last
+    step end, counting steps that repeat a number or lie inside another) when there are
+    any; else the profiler's own recording span (its ``Trace`` event), tightened to the
+    events inside it; else first event start to last event end. ``prefer="profiler"``
+    starts that list at the profiler's span, ``prefer="events"`` at the events (every
+    event of the trace, as HTA and older reports measured). The profiler's start-up
+    (``Activity Buffer Request``, category ``overhead``) never opens
+    a ``steps`` or ``profiler`` window. ``basis`` says which one was taken.
     """
-    rows = _step_rows(timeline)
+    if prefer == "events":
+        whole = timeline.span or (0, 0)
+        return int(whole[0]), int(whole[1]), "events"
+    rows = _step_rows(timeline) if prefer == "steps" else []
     if rows:
         first, last = min(s for _, s, _ in rows), max(e for _, _, e in rows)
         extent = timeline.meta.extra.get("steps_extent_ns")  # steps repeated or nested
@@ -120,6 +141,25 @@ def default_window(timeline: Timeline) -> tuple[int, int, str]:
     if lo is None or hi is None:
         return 0, 0, "events"
     return lo, hi, "events"
+
+
+WINDOW_MARK = "traceprobe.time_window: "  # written by traceprobe profile (record/profile/steps)
+
+
+def time_windows(timeline: Timeline) -> str | None:
+    """A warning when the trace's ``ProfilerStep#N`` are time windows, not training steps:
+    ``traceprobe profile`` stepped by ``--window-ms`` (no optimizer, or asked to) and marked
+    each window with a zero-length ``traceprobe.time_window: <ms> ms`` range."""
+    cpu = timeline.cpu
+    if cpu.empty or timeline.steps.empty:
+        return None
+    marks = cpu["name"][cpu["kind"] == "user_annotation"]
+    marks = marks[marks.str.startswith(WINDOW_MARK)]
+    if marks.empty:
+        return None
+    length = str(marks.iloc[0])[len(WINDOW_MARK):]
+    return (f"the ProfilerStep#N of this trace are time windows of {length} (traceprobe "
+            "profile --window-ms), not training steps: every per-step figure is per window")
 
 
 STRAY_GAP = 0.9  # a gap without events this share of the window: a stray timestamp?
@@ -172,12 +212,15 @@ def _event_span(timeline: Timeline) -> tuple[int | None, int | None]:
 
 
 def analyze_many(
-    timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None
+    timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None,
+    window: str = "steps",
 ) -> MultiReport:
     """Analyse each timeline, then compare device busy time across the ranks of each job
     (one host clock assumed); separate runs are not compared (metrics/runs.py)."""
     only = None if devices is None else sorted({int(d) for d in devices})
-    reports = tuple(_analyze_one(t, step, t.devices if only is None else only) for t in timelines)
+    win = _window(window)
+    reports = tuple(_analyze_one(t, step, t.devices if only is None else only, win)
+                    for t in timelines)
     windows = [(r.window.start_ns, r.window.end_ns) for r in reports]
     groups = runs([t.meta for t in timelines])
     pairs: list[Any] = []

@@ -183,7 +183,7 @@ def load_recorded(
     if files:
         with loader.start(files, jobs=jobs) as loading:
             tls_all = loading.result(errors=errors)
-            loaded = {f.resolve(): t for f, t in zip(loading.loaded, tls_all, strict=True)}
+            loaded = {Path(f).resolve(): t for f, t in zip(loading.loaded, tls_all, strict=True)}
     recorded = []
     for p, m, fs in variants:
         if not all(f.resolve() in loaded for f in fs):

@@ -76,6 +76,8 @@ def run(a: Args, command: list[str], echo: Echo = print) -> int:
     target = tgt.resolve(a.script, a.module, a.args)
     name = a.name or target.stem
     if not a.into and "RANK" not in os.environ:
+        if a.name is None and not a.force:
+            name = free_name(a.out, name)  # a second main.py: main-2, not a refusal
         _check_run_folder(a.out / name, a.force)  # before torch is imported: a refusal is quick
     from traceprobe.record import require_torch
 
@@ -133,11 +135,23 @@ def _after(target: tgt.Target, ended: tgt.Ended) -> None:
         tgt.print_traceback(ended.error)
 
 
+def free_name(out: Path, stem: str) -> str:
+    """``stem``, or the first of ``stem-2``, ``stem-3``... that ``out`` does not hold yet:
+    every pytorch/examples script is a ``main.py``, and a second one is a new run, not a
+    reason to stop (``--name`` chooses the name; ``--force`` overwrites)."""
+    if not (out / stem).exists():
+        return stem
+    n = 2
+    while (out / f"{stem}-{n}").exists():
+        n += 1
+    return f"{stem}-{n}"
+
+
 def _check_run_folder(final: Path, force: bool) -> None:
     if final.exists() and not final.is_dir():
         raise OutputError(f"{final} exists and is not a folder; choose another --out or --name")
     if final.exists() and not force:
-        raise OutputError(staging.exists_message(final))
+        raise OutputError(staging.exists_message(final) + "; or choose another --name")
 
 
 # -- ranks --------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def profile_process(
         finally:
             t1 = time.perf_counter()
             stepper.finish()
-    return result(stepper, ended, t0, t1, written, worker, rank), ended
+    return result(stepper, ended, t0, t1, written, worker, rank, target), ended
 
 
 def result(
@@ -105,6 +105,7 @@ def result(
     traces: list[str],
     worker: str,
     rank: int | None,
+    target: tgt.Target | None = None,
 ) -> dict[str, Any]:
     s = stepper.opts.schedule
     rows = stepper.steps()
@@ -122,6 +123,7 @@ def result(
         "exit_status": ended.status,
         "ended": ended.how,
         "error": None if ended.error is None else f"{type(ended.error).__name__}: {ended.error}",
+        "failed_at": None if target is None else tgt.failed_at(target, ended.error),
         "step_source": stepper.mode,
         "fell_back_to_windows": stepper.fell_back,
         "activities": stepper.activities,
@@ -143,9 +145,11 @@ def timing(stepper: Stepper, rows: list[dict[str, Any]], t0: float, t1: float) -
     start = stepper.started_at
     stop = min(stepper.stopped_at or t1, t1) if start is not None else None
     window = (stop - start) if start is not None and stop is not None else 0.0
-    active = [r["wall_s"] for r in rows if r["phase"] == "active"]
-    plain = [r["wall_s"] for r in rows if r["phase"] == "done"] or [
-        r["wall_s"] for r in rows if r["phase"] == "wait" and r["index"] > 0
+    out = outliers(rows)
+    usual = [r for r in rows if r["index"] not in {o["index"] for o in out}]
+    active = [r["wall_s"] for r in usual if r["phase"] == "active"]
+    plain = [r["wall_s"] for r in usual if r["phase"] == "done"] or [
+        r["wall_s"] for r in usual if r["phase"] == "wait" and r["index"] > 0
     ]
     med_active = statistics.median(active) if active else None
     med_plain = statistics.median(plain) if plain else None
@@ -160,4 +164,22 @@ def timing(stepper: Stepper, rows: list[dict[str, Any]], t0: float, t1: float) -
         "unprofiled_step_median_s": med_plain,
         "unprofiled_from": "done" if any(r["phase"] == "done" for r in rows) else "wait",
         "step_overhead": (med_active / med_plain) if med_active and med_plain else None,
+        "step_overhead_of": [len(active), len(plain)],  # steps behind each median
+        "outlier_steps": out,
     }
+
+
+OUTLIER = 3.0  # a step over 3x the median step is an outlier, not the profiler's cost
+
+
+def outliers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Steps that took more than :data:`OUTLIER` times the median of all steps (a first
+    compilation, a checkpoint, an evaluation pass): flagged with that median, and left out
+    of the recorded-vs-unprofiled ratio, which compares typical steps."""
+    walls = [r["wall_s"] for r in rows]
+    if len(walls) < 3:
+        return []
+    med = statistics.median(walls)
+    return [{"index": r["index"], "phase": r["phase"], "wall_s": r["wall_s"],
+             "median_s": med, "times_median": r["wall_s"] / med}
+            for r in rows if med > 0 and r["wall_s"] > OUTLIER * med]

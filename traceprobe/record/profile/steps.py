@@ -13,7 +13,11 @@ schedule and moves it on at *boundaries* that come from the unmodified script:
   be driven): from the start with ``--window-after 0``, else as a fallback when no
   optimizer has stepped ``--window-after`` seconds into the script. An optimizer
   step that comes while those windows are still in the schedule's ``wait`` (nothing
-  recorded yet) undoes the fallback: the script was only slow to start.
+  recorded yet) undoes the fallback: the script was only slow to start. An optimizer step
+  that has *begun* (``register_optimizer_step_pre_hook``) but not ended when the time is up
+  is a slow step (an LBFGS step of many closure calls), not a script without an optimizer:
+  no fallback. Each recorded time window holds a zero-length ``record_function`` named
+  :data:`WINDOW_MARK`, so that the analysis labels its ``ProfilerStep#N`` as time windows.
 
 The first boundary starts the profiler, so ``ProfilerStep#0`` is the iteration after
 the first one (from the end of the first optimizer step to the end of the second):
@@ -36,11 +40,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.optim.optimizer import (
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
 from traceprobe.record.registry import Schedule
 
 OPTIMIZER, STEP_ON, WINDOWS = "optimizer", "step-on", "windows"
+WINDOW_MARK = "traceprobe.time_window: {ms:g} ms"  # traceprobe.report.build reads it back
 
 
 @dataclass
@@ -99,6 +107,7 @@ class Stepper:
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self._optimizer: int | None = None  # id() of the optimizer whose steps count
+        self.optimizer_began = False  # an optimizer step started (pre-hook), ended or not
         self.busy = False
         self.pending: BaseException | None = None  # a signal held back while stepping
         self._undo: list[Callable[[], None]] = []
@@ -131,6 +140,8 @@ class Stepper:
         else:
             handle = register_optimizer_step_post_hook(self._optimizer_hook)
             self._undo.append(handle.remove)
+            began = register_optimizer_step_pre_hook(self._optimizer_began)
+            self._undo.append(began.remove)
             if self.mode == WINDOWS:
                 self._start_windows(0.0)
             elif threading.current_thread() is threading.main_thread():
@@ -146,6 +157,9 @@ class Stepper:
             self._cancel_timer()  # an optimizer stepped: no fallback to windows
         if id(optimizer) == self._optimizer:
             self.boundary()
+
+    def _optimizer_began(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.optimizer_began = True
 
     def _back_to_optimizer(self) -> None:
         """Undo a fallback to windows that has recorded nothing yet (still in its wait)."""
@@ -198,8 +212,8 @@ class Stepper:
 
     def _alarm(self, signum: int, frame: Any) -> None:
         if self.mode == OPTIMIZER:
-            if self._optimizer is not None:
-                return
+            if self._optimizer is not None or self.optimizer_began:
+                return  # an optimizer stepped, or its first step is still running: slow
             self.mode, self.fell_back = WINDOWS, True
         if self.mode != WINDOWS or self.stopped_at is not None:
             return
@@ -230,6 +244,9 @@ class Stepper:
                     self.prof.step()
                     if phase_of(self.prof.step_num, self.opts.schedule) == "done":
                         self._stop_profiler()
+                if self.mode == WINDOWS and self.stopped_at is None:
+                    with torch.profiler.record_function(WINDOW_MARK.format(ms=self.opts.window_ms)):
+                        pass  # the window is labelled in the trace itself
             self.boundaries.append((entered, time.perf_counter()))
         finally:
             self.busy = False

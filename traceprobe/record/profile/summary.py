@@ -54,6 +54,9 @@ def text(folder: Path, m: dict[str, Any]) -> str:
         "windows": f"time windows of {p['window_ms']:g} ms",
     }[p["step_source"]]
     lines = [f"traceprobe: `{target}`{ranks} {_ended(m)}."]
+    failed = [r.get("failed_at") for r in m.get("ranks") or [] if r.get("failed_at")]
+    if failed and m["exit_status"]:
+        lines.append(f"  It failed here: {failed[0]}.")
     lines.append(
         f"  Trace{'s' if len(m['traces']) != 1 else ''}: {len(m['traces'])} file(s) holding "
         f"{steps_phrase(p['profiled_steps'], p['partial_step'])}"
@@ -66,16 +69,20 @@ def text(folder: Path, m: dict[str, Any]) -> str:
             f"time windows of {p['window_ms']:g} ms (--step-on NAME to choose the step)."
         )
     overhead = t["step_overhead"]
+    n_active, n_plain = t.get("step_overhead_of") or (None, None)
+    of = (f" (medians of {n_active} recorded and {n_plain} unprofiled steps)"
+          if n_active is not None else "")
     lines.append(
         f"  Script {t['script_wall_s']:.2f} s, of which {t['profiler_window_s']:.2f} s under the "
         f"profiler"
         + (
-            f"; a recorded step took {overhead:.2f}x an unprofiled one"
+            f"; a recorded step took {overhead:.2f}x an unprofiled one{of}"
             if overhead is not None
             else ""
         )
         + "."
     )
+    lines += outlier_lines(t.get("outlier_steps") or [])
     lines += headlines(folder)
     out = shlex.quote(str(folder))
     logdir = shlex.quote(str(folder.parent))
@@ -87,6 +94,18 @@ def text(folder: Path, m: dict[str, Any]) -> str:
         f"    tensorboard --logdir {logdir}",
     ]
     return "\n".join(lines)
+
+
+def outlier_lines(out: list[dict[str, Any]]) -> list[str]:
+    """``Outlier step: #7 (active) took 715 ms, 15.5x the median step (46.1 ms)...``."""
+    if not out:
+        return []
+    each = ", ".join(f"#{o['index']} ({o['phase']}) took {o['wall_s'] * 1000:.0f} ms, "
+                     f"{o['times_median']:.1f}x" for o in out)
+    noun = "Outlier step" if len(out) == 1 else "Outlier steps"
+    return [f"  {noun}: {each} the median step ({out[0]['median_s'] * 1000:.1f} ms); left out "
+            "of the recorded-vs-unprofiled ratio (an outlier is the script's, not the "
+            "profiler's)."]
 
 
 def headlines(folder: Path) -> list[str]:
@@ -110,9 +129,17 @@ def headlines(folder: Path) -> list[str]:
 
 
 def no_trace(target: Target, res: dict[str, Any], s: Schedule) -> str:
-    """Why no trace was written: the script stopped before the schedule recorded a step."""
+    """Why no trace was written: the script failed before the schedule recorded a step (it
+    says where), or it ended before that (the schedule was too long for it)."""
     first = s.wait + s.warmup + 2  # the first boundary starts the profiler (ProfilerStep#0)
     kind = {"optimizer": "optimizer steps", "step-on": "steps", "windows": "time windows"}
+    if res.get("failed_at") and res["exit_status"] not in (0, 130, 143):
+        return (
+            f"traceprobe: no trace written: `{target.label}` failed (exit status "
+            f"{res['exit_status']}) after {res['boundaries']} {kind[res['step_source']]}, "
+            f"before the first recorded step: {res['failed_at']}; fix the script there (the "
+            "traceback is above) and profile it again"
+        )
     return (
         f"traceprobe: no trace written: `{target.label}` ended (exit status "
         f"{res['exit_status']}) after {res['boundaries']} {kind[res['step_source']]}; with "

@@ -131,6 +131,23 @@ def import_error_line(target: Target, e: BaseException) -> str | None:
     )
 
 
+def failed_at(target: Target, e: BaseException | None) -> str | None:
+    """Where the script failed: ``train.py:42 in load_batch`` (the innermost frame in the
+    target's own file, else the innermost of all), plus what was raised; None without an
+    error (or for Ctrl-C and SIGTERM, which stop a script anywhere)."""
+    if e is None or isinstance(e, (KeyboardInterrupt, Terminated, SystemExit)):
+        return None
+    frames = traceback.extract_tb(_script_frames(e.__traceback__))
+    if not frames:
+        return f"{type(e).__name__}: {e}"
+    own = os.path.abspath(target.name) if target.kind == "script" else None
+    mine = [f for f in frames if own is not None and os.path.abspath(f.filename) == own]
+    f = (mine or frames)[-1]
+    deeper = "" if f is frames[-1] else f" (raised in {Path(frames[-1].filename).name}:" \
+        f"{frames[-1].lineno} in {frames[-1].name})"
+    return f"{type(e).__name__}: {e} at {Path(f.filename).name}:{f.lineno} in {f.name}{deeper}"
+
+
 def print_traceback(e: BaseException) -> None:
     """The traceback as ``python script.py`` prints it: without traceprobe's and runpy's frames."""
     if isinstance(e, Terminated):
