@@ -21,7 +21,33 @@ from traceprobe.errors import UsageError
 FORMATS = ["text", "json"]
 
 
-@click.command("compare")
+HELP = """Compare two traces: speedup, per-GPU busy time, every overlap figure.
+
+    A and B are trace files (.json or .json.gz), or directories holding one
+    trace each. First the steps: B's median step against A's (--step-stat),
+    with p90 and the shortest, and per sample with --batch-size; then the
+    speedup over the whole window and the GPU span. Then the figures that
+    changed most, ranked by the step time at stake (a breakdown part, phase
+    or idle cause per step first), each judged against the step (a worse
+    figure in a faster step is no regression), and every figure side by side.
+
+    \b
+    Example:
+        traceprobe compare sequential.pt.trace.json.gz parallel.pt.trace.json.gz
+        traceprobe compare out/two-devices/sequential out/two-devices/parallel --top 5
+        traceprobe compare before.json.gz after.json.gz --step 3 -o diff.json
+        traceprobe compare bs64.json.gz bs256.json.gz --batch-size 64,256 --step-stat p90
+
+    \b
+    Exit codes:
+        0  the comparison was written
+        2  usage error (bad option, a directory without exactly one trace, no such step)
+        3  a trace could not be read or understood
+        4  the output exists (use --force), is one of the traces, or cannot be written
+"""
+
+
+@click.command("compare", help=HELP)
 @click.argument("trace_a", metavar="A")
 @click.argument("trace_b", metavar="B")
 @click.option("--step", type=click.IntRange(min=0), default=None, metavar="N",
@@ -47,30 +73,6 @@ def compare(
     force: bool,
     top: int,
 ) -> None:
-    """Compare two traces: speedup, per-GPU busy time, every overlap figure.
-
-    A and B are trace files (.json or .json.gz), or directories holding one
-    trace each. First the steps: B's median step against A's (--step-stat),
-    with p90 and the shortest, and per sample with --batch-size; then the
-    speedup over the whole window and the GPU span. Then the figures that
-    changed most, ranked by the step time at stake (a breakdown part, phase
-    or idle cause per step first), each judged against the step (a worse
-    figure in a faster step is no regression), and every figure side by side.
-
-    \b
-    Example:
-        traceprobe compare sequential.pt.trace.json.gz parallel.pt.trace.json.gz
-        traceprobe compare out/two-devices/sequential out/two-devices/parallel --top 5
-        traceprobe compare before.json.gz after.json.gz --step 3 -o diff.json
-        traceprobe compare bs64.json.gz bs256.json.gz --batch-size 64,256 --step-stat p90
-
-    \b
-    Exit codes:
-        0  the comparison was written
-        2  usage error (bad option, a directory without exactly one trace, no such step)
-        3  a trace could not be read or understood
-        4  the output exists (use --force), is one of the traces, or cannot be written
-    """
     from traceprobe import report as rp
     from traceprobe.comparison import compare as compare_reports
     from traceprobe.comparison import format_text
