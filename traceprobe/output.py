@@ -243,8 +243,32 @@ def write_text(
     write_bytes(path, text.encode("utf-8"), force=force)
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, force: bool = False) -> None:
-    """Write ``data`` to ``path`` atomically; refuse an existing file unless ``force``."""
+def write_pieces(
+    path: str | os.PathLike[str] | None,
+    pieces: Iterable[bytes],
+    *,
+    force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Write UTF-8 text given in ``pieces`` (each whole characters) as :func:`write_text`
+    writes their concatenation, holding one piece at a time."""
+    pieces = (printable(p.decode("utf-8")).encode("utf-8") for p in pieces)
+    if is_stdout(path):
+        for piece in pieces:
+            _write_stdout(piece.decode("utf-8"))
+        return
+    assert path is not None
+    if is_url(path):  # one upload of the whole text (the store's client buffers it anyway)
+        write_url(str(path), b"".join(pieces), force=force, storage_options=storage_options)
+        return
+    write_bytes(path, pieces, force=force)
+
+
+def write_bytes(
+    path: str | os.PathLike[str], data: bytes | Iterable[bytes], *, force: bool = False
+) -> None:
+    """Write ``data`` (bytes, or pieces of it) to ``path`` atomically; refuse an existing
+    file unless ``force``."""
     p = Path(path)
     check_target(p, force=force)
     if is_device(p):
@@ -256,7 +280,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, force: bool = Fals
         raise OutputError(f"Cannot write {p}: {e.strerror or e}") from e
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in [data] if isinstance(data, (bytes, bytearray)) else data:
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
@@ -268,7 +293,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, force: bool = Fals
             os.unlink(tmp)
 
 
-def _write_device(p: Path, data: bytes) -> None:
+def _write_device(p: Path, data: bytes | Iterable[bytes]) -> None:
     """A character device: opened for writing as it is (never created, renamed or
     truncated into a file) and written as a stream."""
     try:
@@ -276,9 +301,10 @@ def _write_device(p: Path, data: bytes) -> None:
         try:
             if not stat.S_ISCHR(os.fstat(fd).st_mode):  # swapped for something else meanwhile
                 raise OutputError(f"Cannot write {p}: it is no longer a device; run again")
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            for piece in [data] if isinstance(data, (bytes, bytearray)) else data:
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(fd, view):]
         finally:
             os.close(fd)
     except OSError as e:

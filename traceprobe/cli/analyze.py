@@ -146,18 +146,23 @@ def analyze(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bo
         return
     _check_outputs(files, output_path, csv_dir, plot_path, tb=tb, hta=hta, force=force, so=so)
     timelines, files, errors = _load(files, jobs, strict=strict, so=so)
-    data, per_trace, multi = _report(timelines, step, list(devices) or None, window)
+    stream = fmt == "json" and not (hta or csv_dir is not None or plot_path is not None)
+    data, per_trace, multi, pieces = _report(timelines, step, list(devices) or None, window,
+                                             stream=stream, top=top)
     if hta:
         from traceprobe import hta_bridge
 
         for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
             say(f"traceprobe: warning: {failure}")
-    text = _render(data, timelines, fmt, output_path, top=top)
-    if (multi is not None and fmt in ("text", "markdown") and window == "steps"
-            and step is None and not devices):
-        text = _with_job_lines(text, files, timelines, multi.reports)
-    output.write_text(output_path, text, force=force, storage_options=so,
-                      raw=_colored(fmt, output_path))
+    if pieces is not None:
+        output.write_pieces(output_path, pieces, force=force, storage_options=so)
+    else:
+        text = _render(data, timelines, fmt, output_path, top=top)
+        if (multi is not None and fmt in ("text", "markdown") and window == "steps"
+                and step is None and not devices):
+            text = _with_job_lines(text, files, timelines, multi.reports)
+        output.write_text(output_path, text, force=force, storage_options=so,
+                          raw=_colored(fmt, output_path))
     _write_extras(timelines, files, per_trace, csv_dir, plot_path, tb=tb, force=force)
     if errors and not skip_bad:
         raise click.exceptions.Exit(TraceError.exit_code)
@@ -241,8 +246,11 @@ def _load(files: list[Any], jobs: int | None, *, strict: bool, so: dict[str, Any
 
 
 def _report(timelines: list[Any], step: int | Literal["all"] | None, only: list[int] | None,
-            window: str) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
-    """The report dict, one dict per trace, and the MultiReport of several traces (or None)."""
+            window: str, *, stream: bool, top: int | None
+            ) -> tuple[dict[str, Any], list[dict[str, Any]], Any, Any]:
+    """The report dict, one dict per trace, the MultiReport of several traces (or None),
+    and, for one trace's JSON alone (``stream``), its pieces instead of the dict (written a
+    step at a time: :func:`traceprobe.render.jsonfmt.pieces`)."""
     from traceprobe import report as rp
     from traceprobe.render import as_dict
 
@@ -251,11 +259,16 @@ def _report(timelines: list[Any], step: int | Literal["all"] | None, only: list[
 
         check_devices(timelines, only)
     if len(timelines) == 1:
-        data = as_dict(rp.analyze(timelines[0], step=step, devices=only, window=window))
-        return data, [data], None
+        report = rp.analyze(timelines[0], step=step, devices=only, window=window)
+        if stream:
+            from traceprobe.render.jsonfmt import pieces
+
+            return {}, [{}], None, pieces(report, top=top)
+        data = as_dict(report)
+        return data, [data], None, None
     multi = rp.analyze_many(timelines, step=step, devices=only, window=window)
     data = as_dict(multi)
-    return data, list(data["traces"]), multi
+    return data, list(data["traces"]), multi, None
 
 
 def _colored(fmt: str, output_path: str) -> bool:

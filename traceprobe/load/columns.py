@@ -192,12 +192,16 @@ class Collector:
         the same few shapes repeat hundreds of thousands of times, and one object per event
         kept ~50 MB alive until the frames were built (:func:`traceprobe.load.frames._texts`
         decodes each distinct text once)."""
-        parts = b"\x00".join([r if r else _NONE for r in values]).split(b"\x00")  # no NUL in JSON
+        # no NUL in JSON; an absent text (an empty Raw, or b"") joins as _NONE
+        parts = b"\x00".join(values).split(b"\x00")
         table = self.texts
-        for t in dict.fromkeys(parts):  # the batch's distinct texts, in order of appearance
-            if t not in table:
-                table[t] = len(table)
-        return np.fromiter(map(table.__getitem__, parts), np.int32, len(parts))
+        try:  # after the first batches every text is known: one pass
+            return np.fromiter(map(table.__getitem__, parts), np.int32, len(parts))
+        except KeyError:
+            for t in dict.fromkeys(parts):  # the batch's distinct texts, in order of appearance
+                if t not in table:
+                    table[t] = len(table)
+            return np.fromiter(map(table.__getitem__, parts), np.int32, len(parts))
 
     def _inputs(self, evs: list[Event]) -> dict[str, Any]:
         """CPU op inputs (``Input Dims``, ``Input type``) as raw JSON text, when recorded."""

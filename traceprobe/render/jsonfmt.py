@@ -7,7 +7,10 @@ undefined), and numpy scalars become plain numbers. With ``top`` the
 ``top_kernels``/``top_ops`` lists are cut to that many rows, as in the other formats.
 
 msgspec encodes (a ``--step all`` report of 10,000 steps is ~70 MB: 0.3 s, where the
-standard library's encoder took 8 s). Numbers are spelled as the shortest text that reads
+standard library's encoder took 8 s). ``pieces(report, top=None)`` gives the same text as
+bytes, in pieces, with the sub-reports of ``steps`` converted and encoded one at a time, so
+that a writer never holds the whole text or all the steps' dicts
+(:func:`traceprobe.output.write_pieces`). Numbers are spelled as the shortest text that reads
 back to the same float, as Python's ``repr`` does, but exponents as ``1e-7`` (``json``
 writes ``1e-07``): the same values for any JSON reader.
 """
@@ -15,7 +18,7 @@ writes ``1e-07``): the same values for any JSON reader.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -29,6 +32,38 @@ def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = F
     data = report if top is None else _cut(report, top)
     raw = msgspec.json.encode(data, enc_hook=_hook)  # NaN and infinities: null
     return msgspec.json.format(raw, indent=2).decode() + "\n"
+
+
+_PLACE = "\u0000steps\u0000"  # where the steps go in the encoded head (no report holds NUL)
+_ITEM_INDENT = b"\n    "  # a step object's lines inside the top-level "steps" list
+
+
+def pieces(report: Any, *, top: int | None = None) -> Iterator[bytes]:
+    """``render(as_dict(report), top=top)`` as UTF-8 bytes, byte for byte, in pieces.
+
+    A :class:`~traceprobe.report.model.Report` with steps is written as its head (the
+    report without them) and then one step at a time: each step's dict is made, cut to
+    ``top``, encoded and indented one level deeper, as the whole text would have it. Any
+    other report is rendered whole."""
+    step_dicts = getattr(report, "step_dicts", None)
+    if not getattr(report, "steps", None) or not callable(step_dicts):
+        from traceprobe.render import as_dict
+
+        yield render(as_dict(report), top=top).encode()
+        return
+    head = report.head_dict()
+    head["steps"] = _PLACE
+    text = render(head, top=top).encode()
+    mark = msgspec.json.encode(_PLACE)
+    before, after = text.split(mark)
+    yield before + b"["
+    sep = _ITEM_INDENT
+    for step in step_dicts():
+        data = step if top is None else _cut(step, top)
+        raw = msgspec.json.format(msgspec.json.encode(data, enc_hook=_hook), indent=2)
+        yield sep + raw.replace(b"\n", _ITEM_INDENT)
+        sep = b"," + _ITEM_INDENT
+    yield b"\n  ]" + after
 
 
 def _cut(report: Mapping[str, Any], top: int) -> dict[str, Any]:

@@ -5,7 +5,8 @@
     report.to_dict()                      # the JSON contract, docs/REPORT_SCHEMA.md
     check(report)                         # assert the invariants (tests call it everywhere)
 
-``model`` holds the value objects (no pandas); ``build`` computes them from a Timeline;
+``model`` holds the value objects (no pandas); ``build`` computes them from a Timeline
+(``blocks``: the step reports of ``step="all"``, made a block of steps at a time when read);
 ``headlines`` and ``invariants`` are functions of a finished report (the model imports
 neither). The functions here import ``build`` when called, so importing the package is light.
 """

@@ -20,6 +20,7 @@ from traceprobe.metrics.host import host_process
 from traceprobe.metrics.overlap import CrossTrace, cross_trace
 from traceprobe.metrics.runs import runs
 from traceprobe.metrics.windows import Windows
+from traceprobe.report.blocks import StepReports
 from traceprobe.report.headlines import headlines
 from traceprobe.report.model import MultiReport, Report, Step
 from traceprobe.report.windows import window_reports
@@ -73,13 +74,9 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int], window: str) -
         paths = _critical_paths(timeline, (lo, hi), steps=step == "all")
         whole = _one_report(part, lo, hi, None, devs, pid, basis)
         whole = replace(whole, critical_path=paths["window"])
-        steps: tuple[Report, ...] = ()
-        if step == "all":
-            rows = _step_rows(timeline)
-            bounds = [(s, e) for _, s, e in rows]
-            steps = tuple(window_reports(
-                timeline.cut(bounds), Windows.of(bounds), [(n, "step") for n, _, _ in rows],
-                devs, pid, [paths["steps"].get(n) for n, _, _ in rows]))
+        steps: Sequence[Report] = ()
+        if step == "all":  # built when read, a block of steps at a time
+            steps = StepReports(timeline, _step_rows(timeline), devs, pid, paths["steps"])
         whole = replace(whole, steps=steps, warnings=warnings, salvaged=salvaged)
         return replace(whole, headlines=headlines(whole))
     n = _step_number(step, timeline)

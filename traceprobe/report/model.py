@@ -9,9 +9,9 @@ contract: ``docs/REPORT_SCHEMA.md``. This module computes nothing: :mod:`.build`
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the model imports no pandas
@@ -77,7 +77,7 @@ class Report:
     step_breakdown: tuple[StepBreakdown, ...] = ()  # per ProfilerStep and device
     warnings: tuple[str, ...] = ()  # what the loader read leniently (the trace's own)
     salvaged: dict[str, Any] | None = None  # the file was cut short: what was kept
-    steps: tuple[Report, ...] = ()
+    steps: Sequence[Report] = ()  # --step all: a report.blocks.StepReports
     headlines: tuple[str, ...] = ()
     # traceprobe.graph's critical path of this window (plain data, already in µs)
     critical_path: dict[str, Any] | None = None
@@ -159,17 +159,34 @@ class Report:
         with paused_gc():  # a tree of new dicts: nothing for the cycle collector to find
             return self._dict()
 
-    def _dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"schema": SCHEMA, **plain(self)}
+    def step_dicts(self) -> Iterator[dict[str, Any]]:
+        """The items of ``to_dict()["steps"]``, made one at a time (a streaming writer
+        holds one step's, not thousands: :func:`traceprobe.render.jsonfmt.pieces`)."""
+        for s in self.steps:
+            yield s._step_dict()
+
+    def _dict(self, steps: bool = True) -> dict[str, Any]:
+        """``to_dict()``; with ``steps=False`` its ``steps`` list is left empty."""
+        # the steps are converted on their own below, not also by plain() (twice the work)
+        bare = self if type(self.steps) is tuple and not self.steps else replace(self, steps=())
+        out: dict[str, Any] = {"schema": SCHEMA, **plain(bare)}
         # µs floats resolve ~0.25 µs at epoch scale: the exact integer ns beside them
         out["window"]["start_ns"] = int(self.window.start_ns)
         out["window"]["end_ns"] = int(self.window.end_ns)
         if self.salvaged is None:
             del out["salvaged"]  # present only for a file that was cut short
-        out["steps"] = [
-            {k: v for k, v in s._dict().items() if k not in _PER_TRACE} for s in self.steps
-        ]
+        if steps:
+            out["steps"] = [s._step_dict() for s in self.steps]
         return out
+
+    def _step_dict(self) -> dict[str, Any]:
+        """This report as an item of its whole-trace report's ``steps``."""
+        return {k: v for k, v in self._dict().items() if k not in _PER_TRACE}
+
+    def head_dict(self) -> dict[str, Any]:
+        """``to_dict()`` with an empty ``steps`` list (:meth:`step_dicts` gives its items)."""
+        with paused_gc():
+            return self._dict(steps=False)
 
 
 @dataclass(frozen=True)
