@@ -24,7 +24,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 LAYERS = [
     {"errors", "intervals", "timeline", "output", "urls"},
     {"load"},
-    {"metrics", "graph"},
+    {"metrics", "graph", "efficiency"},
     {"report"},
     {"ranks"},  # per-rank summaries and the cross-rank reduce (reads load and report)
     {"engines"},  # where summarise(file) runs: local processes or a Dask cluster

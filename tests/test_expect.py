@@ -85,6 +85,10 @@ def make_report() -> dict[str, Any]:
         "top_kernels": [],
         "top_ops": [],
         "headlines": [],
+        "efficiency": {"tensor_core_fraction": 0.25, "gemm_roof_fraction": 0.5,
+                       "categories": [{"category": "attention", "tflops": 9.0},
+                                      {"category": "gemm", "tflops": 30.0}],
+                       "precision": {"tf32_saving_us": 300.0}},
     }
 
 
@@ -196,6 +200,10 @@ READINGS: list[tuple[str, float]] = [
     ("launch_latency_unqueued_p50_us", 3.5),
     ("launch_latency_unqueued_max_us", 7.0),
     ("launch_bound_streams", 1.0),
+    ("tensor_core_fraction", 0.25),
+    ("gemm_roof_fraction", 0.5),
+    ("gemm_tflops", 30.0),  # the "gemm" row, not the first
+    ("tf32_saving_us", 300.0),
 ]
 
 

@@ -194,12 +194,42 @@ def make_report() -> dict[str, Any]:
                 {"start_us": 2500.0, "end_us": 10000.0, "kind": "kernel", "name": KERNEL_FILL},
             ],
         },
+        "efficiency": {
+            "device": "NVIDIA H200",
+            "roof": {"name": "H200 SXM", "vendor": "nvidia",
+                     "peaks_tflops": {"fp64": 34.0, "fp32": 67.0, "tf32": 494.7, "bf16": 989.4,
+                                      "fp16": 989.4, "fp8": 1978.9, "int8": 1978.9},
+                     "bandwidth_gbs": 4800.0, "source": "NVIDIA H200 datasheet"},
+            "shapes": True, "kernel_us": 8000.0,
+            "tensor_core_fraction": 0.0, "gemm_roof_fraction": 0.5,
+            "categories": [{"category": "gemm", "kernels": 10, "time_us": 8000.0,
+                            "tensor_core_us": 0.0, "known_us": 8000.0, "flops": 2.68e14,
+                            "bytes": 1.0e9, "tflops": 33.5, "gbs": 125.0,
+                            "roof_fraction": 0.5}],
+            "rows": [{"op": "aten::mm", "input_dims": "[[8192,8192],[8192,8192]]",
+                      "input_types": '["float","float"]', "kernel": "", "category": "gemm",
+                      "dtype": "fp32", "calls": 10, "kernels": 10, "time_us": 8000.0,
+                      "tensor_core": False, "flops": 2.68e14, "bytes": 1.0e9,
+                      "tflops": 33.5, "gbs": 125.0, "intensity": 268000.0,
+                      "peak_key": "fp32", "peak_tflops": 67.0, "roof_fraction": 0.5,
+                      "bound": "compute"}],
+            "rows_left_out": 0,
+            "precision": {"fp32_off_tensor_cores_us": 8000.0, "fp32_tflops": 33.5,
+                          "gemm_us": 8000.0, "kernel_us": 8000.0, "tf32_saving_us": 6917.0,
+                          "bf16_saving_us": 7458.0, "material": True, "steps": 2,
+                          "kernel_per_step_us": 4000.0, "tf32_kernel_per_step_us": 541.5,
+                          "bf16_kernel_per_step_us": 271.0},
+            "modules": {"rows": [{"path": "Net_0/Linear_0", "depth": 1, "calls": 10,
+                                  "self_us": 8000.0, "total_us": 8000.0}],
+                        "outside_us": 0.0, "truncated": 0},
+            "notes": ["an example note"],
+        },
     }
 
 
 def make_step(report: dict[str, Any], step: int, start: float, span: float) -> dict[str, Any]:
     """A per-step object of ``--step all``: the report's keys minus steps and headlines."""
-    per_trace = ("steps", "headlines", "warnings")
+    per_trace = ("steps", "headlines", "warnings", "efficiency")
     s = copy.deepcopy({k: v for k, v in report.items() if k not in per_trace})
     s["window"] = {"start_us": start, "end_us": start + span, "step": step, "basis": "step",
                    "start_ns": round(start * 1000), "end_ns": round((start + span) * 1000)}
@@ -301,7 +331,8 @@ def test_fixture_follows_the_schema():
     assert key_paths({k: v for k, v in r.items() if k != "steps"}) == [
         p for p in want if not p.startswith("steps")
     ]
-    top_level = [p for p in want if p.split(".")[0] not in ("steps", "headlines", "warnings")]
+    top_level = [p for p in want
+                 if p.split(".")[0] not in ("steps", "headlines", "warnings", "efficiency")]
     assert key_paths(r["steps"][0]) == top_level
 
 

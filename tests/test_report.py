@@ -79,8 +79,10 @@ def test_to_dict_has_exactly_the_documented_shape() -> None:
     d = r.to_dict()
     example = schema_example()
     example["steps"] = []  # steps hold report objects; checked below
+    # no shapes and no modules in this trace: null (tests/efficiency/ check them filled)
+    example["efficiency"].update(precision=None, modules=None)
     assert_shape(d, example)
-    per_trace = ("steps", "headlines", "warnings")  # said once, not per step
+    per_trace = ("steps", "headlines", "warnings", "efficiency")  # said once, not per step
     step_example = {k: v for k, v in schema_example().items() if k not in per_trace}
     assert len(d["steps"]) == 2
     for s in d["steps"]:

@@ -14,7 +14,8 @@ from traceprobe.load.pipeline import load
 from traceprobe.report import analyze
 
 ROOT = Path(__file__).resolve().parent.parent
-ALONE_ONLY = ("steps", "headlines", "warnings", "salvaged", "schema")  # per trace, not per step
+ALONE_ONLY = ("steps", "headlines", "warnings", "salvaged", "schema",
+              "efficiency")  # per trace, not per step
 
 
 def with_steps() -> list[Path]:

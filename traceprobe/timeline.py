@@ -37,6 +37,8 @@ clock (the file's ``ts`` converted exactly, fractions of a microsecond kept).
     dur_ns        int64 end - start
     input_dims    str   the op's "Input Dims" as compact JSON ("[[8,3],[]]"), "" if not recorded
     input_types   str   its "Input type" as compact JSON ('["float","Scalar"]'), "" if not recorded
+    concrete_inputs str its "Concrete Inputs" (scalars and int lists: strides, flags) as compact
+                        JSON ('["","","[1, 1]","False"]'), "" if not recorded
 
 ``steps`` — one row per ``ProfilerStep#N`` window (host side), sorted by start
     step          int64 N
@@ -105,6 +107,7 @@ OPTIONAL_CPU_COLUMNS: dict[str, str] = {
     "dur_ns": "int64",
     "input_dims": "object",
     "input_types": "object",
+    "concrete_inputs": "object",
 }
 OPTIONAL_STEP_COLUMNS: dict[str, str] = {"dur_ns": "int64"}
 

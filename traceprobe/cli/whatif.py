@@ -25,7 +25,8 @@ WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it 
 @click.option("-s", "--scenario", "scenarios", multiple=True, metavar="S",
               help="A change to replay; repeat to compose (in order). One of: "
                    "copies-on-side-stream, no-host-sync, comm-overlap, no-launch-overhead, "
-                   "kernels:REGEX=F, spread:REGEX=N.")
+                   "kernels:REGEX=F, spread:REGEX=N, precision:tf32, precision:bf16, "
+                   "roof:REGEX=S.")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
 @click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",

@@ -67,6 +67,12 @@ gpu_bound                    –   1 when ``bound_by`` is ``kernel``, ``copy`` o
                                  ``communication`` (the GPU bounds the window), else 0
 critical_path_gpu_share      –   (kernel + copy + communication) of ``critical_path.breakdown``
                                  over ``critical_path.length_us``
+tensor_core_fraction         –   ``efficiency.tensor_core_fraction`` (kernel time on tensor
+                                 cores, by kernel name; docs/FIGURES.md "Kernel efficiency")
+gemm_roof_fraction           –   ``efficiency.gemm_roof_fraction`` (GEMM roof time / GEMM time)
+gemm_tflops                  –   ``tflops`` of the ``efficiency.categories`` row "gemm"
+tf32_saving_us               –   ``efficiency.precision.tf32_saving_us``; 0 when there is no
+                                 fp32 matrix work off tensor cores on a GPU with TF32
 ========================== ===== ================================================================
 
 The table in code is :data:`NAMES`; ``traceprobe check --help`` prints it from there.
@@ -183,6 +189,30 @@ def _per_device(
     return read
 
 
+def _efficiency(field: str, *, category: str | None = None, empty: float | None = None,
+                sub: str | None = None) -> Callable[[Report, int | None], Measured]:
+    def read(r: Report, index: int | None) -> Measured:
+        e = r.get("efficiency")
+        if not isinstance(e, Mapping):
+            return Measured(None, "the report has no efficiency section")
+        obj: Any = e
+        if category is not None:
+            obj = next((c for c in _rows(e, "categories") if c.get("category") == category), None)
+            if obj is None:
+                return Measured(None, f"no {category} kernels in the window")
+        if sub is not None:
+            obj = obj.get(sub)
+            if obj is None:
+                return Measured(empty, "" if empty is not None else f"no efficiency.{sub}")
+        value = obj.get(field) if isinstance(obj, Mapping) else None
+        if value is None:
+            why = "the device is not in the device table, or no shapes were recorded"
+            return Measured(None, why)
+        return Measured(float(value))
+
+    return read
+
+
 def _pairs(field: str) -> Callable[[Report, int | None], Measured]:
     def read(r: Report, index: int | None) -> Measured:
         rows = _rows(r, "overlap", "cross_device")
@@ -279,6 +309,17 @@ NAMES: dict[str, Name] = {
     "launch_bound_streams": Name(
         _count_rows("host", "kernel_gaps", where="launch_bound"),
         "host.kernel_gaps rows with launch_bound true", "count"),
+    "tensor_core_fraction": Name(
+        _efficiency("tensor_core_fraction"),
+        "efficiency.tensor_core_fraction (kernel time on tensor cores)", "fraction"),
+    "gemm_roof_fraction": Name(
+        _efficiency("gemm_roof_fraction"),
+        "efficiency.gemm_roof_fraction (GEMM roof time / GEMM kernel time)", "fraction"),
+    "gemm_tflops": Name(
+        _efficiency("tflops", category="gemm"), "efficiency gemm category tflops", "ratio"),
+    "tf32_saving_us": Name(
+        _efficiency("tf32_saving_us", sub="precision", empty=0.0),
+        "efficiency.precision.tf32_saving_us (0 without the finding)", "us"),
 }
 
 

@@ -144,7 +144,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     from traceprobe.graph.replay import Plan, replay
     from traceprobe.graph.scenarios import parse, plan
 
-    parsed = [parse(s) for s in scenarios]
+    parsed = [parse(s, tl) for s in scenarios]
     g = build(tl)
     if not len(g):
         raise UsageError(f"{tl.source}: no runtime calls or GPU activity to replay")

@@ -26,6 +26,15 @@ the order given.
 ``kernels:REGEX=F``
     Kernels whose name matches REGEX (``re.search``) run F times faster; F is a finite
     number from ``MIN_FACTOR`` (1e-3: 1000x slower) to ``MAX_FACTOR`` (1e9).
+``precision:tf32|bf16``
+    fp32 GEMM and convolution kernels off tensor cores (bf16: also attention, and fp32 kernels
+    on tensor cores, TF32 or 3xTF32) as if run at the target precision: each op shape's
+    kernels scaled by the ratio of its roof time at the new precision to its roof time now,
+    keeping its achieved share of the roof (:mod:`traceprobe.efficiency.precision`; needs
+    recorded shapes and a known device).
+``roof:REGEX=S``
+    Kernels whose name matches REGEX run at share S (0 < S <= 1) of their op shape's roof
+    (never slower than measured).
 ``spread:REGEX=N``
     Kernels (and memsets) matching REGEX are asserted independent of each other and go
     round-robin on N (1 to 1024) new streams per device: each waits for the last non-matching op
@@ -46,16 +55,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from traceprobe.errors import UsageError
 from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
 from traceprobe.graph.replay import Plan
+from traceprobe.timeline import Timeline
 
 MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well inside int64 ns
 MAX_NAME = 4096  # characters of a kernel name a scenario's REGEX is matched against
 
 NAMES = ("copies-on-side-stream", "no-host-sync", "comm-overlap", "no-launch-overhead",
-         "kernels:REGEX=F", "spread:REGEX=N")
+         "kernels:REGEX=F", "spread:REGEX=N", "precision:tf32", "precision:bf16", "roof:REGEX=S")
 
 
 @dataclass(frozen=True)
@@ -64,8 +75,13 @@ class Scenario:
     apply: Callable[[Graph, Plan], None]
 
 
-def parse(text: str) -> Scenario:
+def parse(text: str, tl: Timeline | None = None) -> Scenario:
+    """``tl``: the trace the scenario will replay (the efficiency scenarios read its op
+    shapes; without it they can only be checked)."""
     t = text.strip()
+    head = t.partition(":")[0]
+    if head in ("precision", "roof"):
+        return _efficiency_scenario(t, tl)
     simple = {
         "copies-on-side-stream": copies_on_side_stream,
         "no-host-sync": no_host_sync,
@@ -150,6 +166,53 @@ def _distinct_starts(branches: list, sre: object) -> bool:
             return False
         firsts.append(items[0][1])
     return len(set(firsts)) == len(firsts)
+
+
+def _efficiency_scenario(t: str, tl: Timeline | None) -> Scenario:
+    from traceprobe.efficiency import kernel_factors
+
+    _, _, arg = t.partition(":")
+    if t.startswith("roof:"):
+        rx, _, val = arg.rpartition("=")
+        _compile(t, rx)  # a bad or exponentially backtracking REGEX: refused here
+        try:
+            share = float(val)
+        except ValueError:
+            share = -1.0
+        if not rx or not 0 < share <= 1:
+            raise UsageError(f"scenario {t!r}: write roof:REGEX=S with a valid regular "
+                             "expression and 0 < S <= 1, e.g. roof:gemm=0.7")
+    elif arg not in ("tf32", "bf16"):
+        raise UsageError(f"scenario {t!r}: the precisions are tf32 and bf16")
+
+    def apply(g: Graph, p: Plan) -> None:
+        if tl is None:
+            raise UsageError(f"scenario {t!r} needs the trace (parse(text, timeline))")
+        factor, note = kernel_factors(tl, t)
+        rescale_gpu_rows(g, p, tl, factor)
+        p.notes.append(note)
+
+    return Scenario(t, apply)
+
+
+def rescale_gpu_rows(g: Graph, p: Plan, tl: Timeline, factor: np.ndarray) -> None:
+    """Multiply the planned duration of each GPU node by ``factor`` of its ``tl.gpu`` row
+    (matched by device, stream, start and end)."""
+    gpu = np.flatnonzero(g.ntype == GPU)
+    if not len(gpu) or not len(tl.gpu):
+        return
+    lane_stream = np.array([int(ln[2]) for ln in g.lanes], np.int64)  # one per lane
+    lanes = lane_stream[g.lane[gpu]]
+    nodes = pd.DataFrame({"device": g.device[gpu], "stream": lanes, "start": g.start[gpu],
+                          "end": g.end[gpu], "node": gpu})
+    rows = pd.DataFrame({"device": tl.gpu["device"].to_numpy(), "stream":
+                         tl.gpu["stream"].to_numpy(), "start": tl.gpu["start"].to_numpy(),
+                         "end": tl.gpu["end"].to_numpy(), "factor": factor})
+    rows = rows.drop_duplicates(["device", "stream", "start", "end"])
+    m = nodes.merge(rows, on=["device", "stream", "start", "end"], how="inner")
+    m = m[m["factor"].to_numpy() != 1.0]
+    hit = m["node"].to_numpy()
+    p.dur[hit] = np.round(p.dur[hit] * m["factor"].to_numpy()).astype(np.int64)
 
 
 def plan(g: Graph, scenarios: Sequence[Scenario]) -> Plan:

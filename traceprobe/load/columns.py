@@ -204,13 +204,16 @@ class Collector:
             return np.fromiter(map(table.__getitem__, parts), np.int32, len(parts))
 
     def _inputs(self, evs: list[Event]) -> dict[str, Any]:
-        """CPU op inputs (``Input Dims``, ``Input type``) as raw JSON text, when recorded."""
+        """CPU op inputs (``Input Dims``, ``Input type``, ``Concrete Inputs``) as raw JSON
+        text, when recorded."""
         dims = [e.args.input_dims for e in evs]
         if not any(dims):
             none = np.zeros(len(evs), np.int32)
-            return {"input_dims": none, "input_types": none.copy()}
+            return {"input_dims": none, "input_types": none.copy(),
+                    "concrete_inputs": none.copy()}
         return {"input_dims": self._raw(dims),
-                "input_types": self._raw([e.args.input_types for e in evs])}
+                "input_types": self._raw([e.args.input_types for e in evs]),
+                "concrete_inputs": self._raw([e.args.concrete_inputs for e in evs])}
 
     def _launch(self, args: list[Any]) -> dict[str, Any]:
         """Kernel launch figures (grid, block, registers, shared memory, occupancy)."""

@@ -197,6 +197,7 @@ def _cpu_frame(
             "dur_ns": c["end"] - c["start"],
             "input_dims": _texts(c.get("input_dims"), texts, len(c["start"])),
             "input_types": _texts(c.get("input_types"), texts, len(c["start"])),
+            "concrete_inputs": _texts(c.get("concrete_inputs"), texts, len(c["start"])),
         },
         copy=False,
     )

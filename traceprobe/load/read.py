@@ -82,6 +82,7 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     occupancy: Any = msgspec.field(name="est. achieved occupancy %", default=None)
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_EMPTY)
     input_types: msgspec.Raw = msgspec.field(name="Input type", default=_EMPTY)
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_EMPTY)
 
 
 NO_ARGS = Args()

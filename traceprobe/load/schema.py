@@ -34,7 +34,7 @@ class Columns:
     ``cpu`` and ``gpu`` map a column name to its array, one entry per CPU or GPU
     row (an empty dict when the trace has no such rows); ``cat`` and ``name``
     hold codes into ``cats`` and ``names``, the raw JSON texts (``input_dims``,
-    ``input_types``, ``grid``, ``block``) codes into ``texts`` (0: absent);
+    ``input_types``, ``concrete_inputs``, ``grid``, ``block``) codes into ``texts`` (0: absent);
     ``gpu["kind_arg"]`` is a list (``args.kind``, any JSON value). ``rows`` and
     ``batches`` say which batches of the file the rows came from (see
     :mod:`traceprobe.split`).

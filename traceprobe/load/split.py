@@ -135,7 +135,8 @@ def merge(parts: list[Columns]) -> Columns:
         "name": [_codes(p.names, names) for p in parts],
     }
     text_codes = [_codes(p.texts, texts) for p in parts]
-    recode.update({k: text_codes for k in ("input_dims", "input_types", "grid", "block")})
+    recode.update({k: text_codes for k in ("input_dims", "input_types", "concrete_inputs", "grid",
+                                         "block")})
     order = sorted((k, i, j) for i, p in enumerate(parts) for j, (k, _, _) in enumerate(p.rows))
     last = parts[(n - 1) % len(parts)]  # read the end of the document, after the events
     skipped: Counter[str] = Counter()

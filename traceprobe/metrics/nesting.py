@@ -55,6 +55,30 @@ def self_times(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray])
     return np.maximum(out, 0)
 
 
+def parents(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) -> np.ndarray:
+    """Per op: the row (input order) of its direct parent, the innermost op of the same
+    ``thread`` key tuple that encloses it, or -1 (the same rule as :func:`self_times`)."""
+    s0 = np.asarray(start, dtype=np.int64)
+    e0 = np.asarray(end, dtype=np.int64)
+    rows = len(s0)
+    if rows == 0:
+        return np.zeros(0, np.int64)
+    keys = [np.asarray(k, dtype=np.int64) for k in thread]
+    order = np.lexsort((-e0, s0, *reversed(keys)))
+    s, e = s0[order], e0[order]
+    new = np.zeros(rows, bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    parent = _last_open(s, e, new)
+    child = parent >= 0
+    child[child] = e[child] <= e[parent[child]]
+    out = np.full(rows, -1, np.int64)
+    out[order[child]] = order[parent[child]]
+    return out
+
+
 def _last_open(s: np.ndarray, e: np.ndarray, new: np.ndarray) -> np.ndarray:
     """Per position i: the last position j < i of i's thread with ``e[j] > s[i]``, or -1.
 

@@ -12,6 +12,9 @@ writes, for one trace or several (a ``trace`` column, first, tells them apart):
 ``copies.csv``   the report's ``copies`` rows (bandwidth per direction and memory kind)
 ``step_breakdown.csv``  one row per (step, device, part or region): ``what`` is "part" or "region"
 ``idle_causes.csv``     one row per (device, cause), then its children (``parent`` set)
+``efficiency.csv``      the report's ``efficiency.rows`` (one per op shape: FLOPs, bytes,
+                        achieved TFLOP/s and GB/s, roof fraction)
+``efficiency_categories.csv``  the report's ``efficiency.categories``
 
 Frame times stay exact integer nanoseconds (``start_ns``, ``end_ns``, ``dur_ns``);
 report figures keep the report's units (µs, fractions). The ``step`` column of the
@@ -33,7 +36,7 @@ from traceprobe.output import atomic_directory, spreadsheet_safe
 from traceprobe.timeline import Timeline
 
 FILES = ("gpu.csv", "cpu.csv", "steps.csv", "devices.csv", "streams.csv", "copies.csv",
-         "step_breakdown.csv", "idle_causes.csv")
+         "step_breakdown.csv", "idle_causes.csv", "efficiency.csv", "efficiency_categories.csv")
 
 
 def write_csv(
@@ -64,6 +67,8 @@ def write_csv(
         "copies.csv": _summary(reports, "copies"),
         "step_breakdown.csv": _breakdown(reports),
         "idle_causes.csv": _causes(reports),
+        "efficiency.csv": _efficiency(reports, "rows"),
+        "efficiency_categories.csv": _efficiency(reports, "categories"),
     }
     with atomic_directory(directory, list(FILES), force=force) as scratch:
         for name in FILES:
@@ -148,3 +153,12 @@ def _causes(reports: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     if not df.empty:
         df["calls"] = df["calls"].astype("Int64")
     return df
+
+
+def _efficiency(reports: Sequence[Mapping[str, Any]], key: str) -> pd.DataFrame:
+    rows = [{"trace": r.get("trace"), "device": (r.get("efficiency") or {}).get("device"), **x}
+            for r in reports for x in (r.get("efficiency") or {}).get(key) or []]
+    columns = ["trace", "device"]
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    return pd.DataFrame(rows, columns=columns)

@@ -29,6 +29,7 @@ from traceprobe.render import tables as tb
 from traceprobe.render.charts import charts_html
 from traceprobe.render.events import event_detail
 from traceprobe.render.lanes import COLORS, LEGEND, lanes_for_report
+from traceprobe.render.roofline import roofline_svg
 from traceprobe.timeline import Timeline
 
 TOP = 10
@@ -133,6 +134,11 @@ def _section(i: int, r: Mapping[str, Any], picture: str | None, *, top: int, lab
     charts = charts_html(r)  # the step breakdown, phases and idle causes as bars
     if charts:
         out.append(charts)
+    roof = roofline_svg(r.get("efficiency"))
+    if roof:
+        out.append(f'<figure class="tp-roofline-chart">{roof}<figcaption>Roofline: each op '
+                   "shape's achieved TFLOP/s against its arithmetic intensity, under the "
+                   "device's roof (area: kernel time)</figcaption></figure>")
     out += [_table(t) for t in doc.tables]
     out.append("</section>")
     return "\n".join(out)

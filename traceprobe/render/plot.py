@@ -32,6 +32,7 @@ from traceprobe.render.charts import Chart, report_charts
 from traceprobe.render.charts import color as chart_color
 from traceprobe.render.charts import label as chart_label
 from traceprobe.render.lanes import COLORS, LEGEND, Band, lanes_for_report, raster
+from traceprobe.render.roofline import chart_data, draw_roofline
 from traceprobe.timeline import Timeline
 
 DPI = 100
@@ -40,6 +41,7 @@ LEFT_PX = 210  # row labels
 PLOT_PX = 1350  # the timeline: one image column per pixel
 LANE_PX, BAND_PX, ROW_GAP_PX, STEP_PX = 22, 12, 3, 18
 BACKGROUND = np.array([0.98, 0.98, 0.98])
+ROOF_PX = 380  # the roofline chart under the legend, when the report has rates
 WRAP = 190  # characters of a headline line
 LEGEND_COLUMNS = 7
 
@@ -140,14 +142,16 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
     head_px = 40 + 16 * n_lines + 6 * len(headlines)
     charts = [c for c in report_charts(r) if c.bars and c.scale_us > 0]
     chart_px = sum(_chart_px(c) for c in charts)
-    foot_px = 52 + 18 * max(1, -(-n_kinds // LEGEND_COLUMNS)) + chart_px
+    eff = r.get("efficiency")
+    roof_px = ROOF_PX if chart_data(eff) is not None else 0  # the roofline, at the bottom
+    foot_px = 52 + 18 * max(1, -(-n_kinds // LEGEND_COLUMNS)) + chart_px + roof_px
     fig_h = (head_px + step_px + img_h + foot_px) / DPI
     fig = Figure(figsize=(WIDTH_PX / DPI, fig_h), dpi=DPI)
     FigureCanvasAgg(fig)
     left = LEFT_PX / WIDTH_PX
     ax = fig.add_axes((left, foot_px / DPI / fig_h, PLOT_PX / WIDTH_PX,
                        (img_h + step_px) / DPI / fig_h))
-    bottom = 0
+    bottom = roof_px
     for c in reversed(charts):  # the bar charts under the timeline, first chart on top
         _draw_chart(fig, c, bottom, fig_h)
         bottom += _chart_px(c)
@@ -189,7 +193,11 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
     if handles:
         fig.legend(handles, [LEGEND[k] for k in kinds], loc="lower center",
                    ncol=min(len(handles), LEGEND_COLUMNS),
-                   fontsize=8, frameon=False, bbox_to_anchor=(0.5, chart_px / DPI / fig_h))
+                   fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, (chart_px + roof_px) / DPI / fig_h))
+    if roof_px:
+        rax = fig.add_axes((left, 40 / DPI / fig_h, 0.45, (roof_px - 80) / DPI / fig_h))
+        draw_roofline(rax, eff)
 
     title = str(r.get("trace") or timeline.source)
     step = (r.get("window") or {}).get("step")

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traceprobe.render.efficiency import efficiency_tables
 from traceprobe.render.units import (
     DASH,
     fmt_bytes,
@@ -70,7 +71,7 @@ def trace_tables(report: Mapping[str, Any], *, top: int = 10) -> list[Table]:
             _critical_path(report),
         )
         if t is not None
-    ]
+    ] + [Table(**t) for t in efficiency_tables(report, top)]
 
 
 def _read_leniently(r: Mapping[str, Any]) -> Table | None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from traceprobe.efficiency import efficiency
 from traceprobe.errors import UsageError
 from traceprobe.graph import critical_paths
 from traceprobe.metrics.host import host_process
@@ -73,7 +74,8 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int], window: str) -
         part = timeline if covers else timeline.window(lo, hi)
         paths = _critical_paths(timeline, (lo, hi), steps=step == "all")
         whole = _one_report(part, lo, hi, None, devs, pid, basis)
-        whole = replace(whole, critical_path=paths["window"])
+        whole = replace(whole, critical_path=paths["window"],
+                        efficiency=_efficiency(timeline, (lo, hi)))
         steps: Sequence[Report] = ()
         if step == "all":  # built when read, a block of steps at a time
             steps = StepReports(timeline, _step_rows(timeline), devs, pid, paths["steps"])
@@ -87,6 +89,7 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int], window: str) -
         warnings=warnings,
         salvaged=salvaged,
         critical_path=_critical_paths(timeline, steps=[n], whole=False)["steps"].get(n),
+        efficiency=_efficiency(timeline, (s, e)),
     )
     return replace(rep, headlines=headlines(rep))
 
@@ -105,6 +108,13 @@ def _critical_paths(
 
 STARTUP_NAMES = frozenset({"Activity Buffer Request"})  # the profiler's own start-up work
 STARTUP_KINDS = frozenset({"overhead"})
+
+
+def _efficiency(timeline: Timeline, window: tuple[int, int]) -> dict[str, Any] | None:
+    """The kernel-efficiency section of the window's ops (None without GPU kernels or ops)."""
+    if timeline.gpu.empty and timeline.cpu.empty:
+        return None
+    return efficiency(timeline, window).to_dict()
 
 
 def default_window(timeline: Timeline, prefer: str = "steps") -> tuple[int, int, str]:

@@ -57,7 +57,7 @@ def headlines(r: Report) -> tuple[str, ...]:
         return tuple(out)
     found: list[tuple[float, str]] = []
     for part in (_devices, _cross_device, _copies_and_comm, _bandwidth, _dataloader, _streams,
-                 _serial, _launch):
+                 _serial, _launch, _precision):
         found += part(r)
     floor = MATERIAL * r.span_ns
     ranked = sorted(enumerate(found), key=lambda t: (-t[1][0], t[0]))
@@ -213,3 +213,33 @@ def _launch(r: Report) -> list[tuple[float, str]]:
             line = f"Launch overhead {duration(lat.unqueued_max_ns or 0)} at most (n = {n})"
         out.append((stake, line))
     return out
+
+
+def _precision(r: Report) -> list[tuple[float, str]]:
+    """fp32 GEMMs/convolutions off tensor cores on a GPU that has them (traceprobe.efficiency:
+    material when TF32 would save at least a tenth of the kernel time)."""
+    e = r.efficiency
+    p = e.get("precision") if e else None
+    if not e or not p or not p["material"]:
+        return []
+    us = 1e3
+    rate = "" if p["fp32_tflops"] is None else f" at {p['fp32_tflops']:.3g} TFLOP/s"
+    gemm = p["gemm_us"] * 2 >= p["fp32_off_tensor_cores_us"]
+    what = "GEMMs" if gemm else "convolutions"
+    flag = "torch.backends.cuda.matmul.allow_tf32" if gemm else "torch.backends.cudnn.allow_tf32"
+    return [(p["tf32_saving_us"] * us,
+        f"fp32 {what} run without tensor cores on {e['device']}: "
+        f"{duration(p['fp32_off_tensor_cores_us'] * us)}{rate} of "
+        f"{duration(p['kernel_us'] * us)} kernel time; TF32 ({flag} = True) would save "
+        f"about {duration(p['tf32_saving_us'] * us)}, bf16 autocast about "
+        f"{duration(p['bf16_saving_us'] * us)}{_per_step(p)}")]
+
+
+def _per_step(p: dict) -> str:
+    k, t, b = (p.get(f) for f in ("kernel_per_step_us", "tf32_kernel_per_step_us",
+                                  "bf16_kernel_per_step_us"))
+    if k is None or t is None or b is None:
+        return ""
+    us = 1e3
+    return (f"; kernel time per step {duration(k * us)} -> {duration(t * us)} (TF32), "
+            f"{duration(b * us)} (bf16)")

@@ -39,6 +39,7 @@ def check_report(r: Report) -> None:
     _check_overlap(r)
     _check_host(r)
     _check_serial_and_top(r)
+    _check_efficiency(r)
     for s in r.steps:
         assert not s.steps, "a step report holds steps of its own"
         check_report(s)
@@ -244,6 +245,27 @@ def _check_steps(r: Report) -> None:
     add_up("device overlap", lambda x: {p.devices: p.overlap_ns for p in x.overlap.cross_device})
     add_up("concurrent streams", lambda x: {c.device: c.concurrent_ns for c in x.overlap.streams})
     add_up("serial", lambda x: {"all": x.serial.serial_ns})
+
+
+def _check_efficiency(r: Report) -> None:
+    """The categories split the window's kernel time; shares are shares; a row's rate is its
+    FLOPs over its time."""
+    e = r.efficiency
+    if not e:
+        return
+    cats = e["categories"]
+    total = sum(c["time_us"] for c in cats)
+    assert abs(total - e["kernel_us"]) <= 1e-6 * max(1.0, total), (
+        f"efficiency: Σ category time {total} != kernel_us {e['kernel_us']}")
+    tc = sum(c["tensor_core_us"] for c in cats)
+    _fraction(e["tensor_core_fraction"], tc, e["kernel_us"], "tensor_core_fraction")
+    for c in cats:
+        _le(c["tensor_core_us"], c["time_us"] * (1 + _EPS), f"{c['category']} tensor-core time")
+        _le(c["known_us"], c["time_us"] * (1 + _EPS), f"{c['category']} known time")
+    for row in e["rows"]:
+        if row["tflops"] is not None and row["time_us"]:
+            want = row["flops"] / (row["time_us"] * 1e-6) / 1e12
+            assert abs(row["tflops"] - want) <= 1e-9 * max(1.0, want), f"tflops of {row['op']}"
 
 
 def check_multi(m: MultiReport) -> None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: the model imports no pandas
 
 SCHEMA = "traceprobe.report/1"  # one trace: Report.to_dict()
 MULTI_SCHEMA = "traceprobe.reports/1"  # several traces: MultiReport.to_dict()
-_PER_TRACE = ("steps", "headlines", "warnings", "salvaged")  # not repeated in step reports
+_PER_TRACE = ("steps", "headlines", "warnings", "salvaged", "efficiency")  # not in step reports
 
 Step = int | str | None  # None, a step number (int or digits), or "all"
 
@@ -81,6 +81,8 @@ class Report:
     headlines: tuple[str, ...] = ()
     # traceprobe.graph's critical path of this window (plain data, already in µs)
     critical_path: dict[str, Any] | None = None
+    # traceprobe.efficiency's figures of this window (plain data; rates in TFLOP/s, GB/s)
+    efficiency: dict[str, Any] | None = None
 
     def device(self, device: int) -> DeviceBusy:
         for d in self.devices:
