@@ -15,7 +15,7 @@ report's idle partition (docs/FIGURES.md ``causes[]``) charges most of it:
   aten::copy_ (started at 20) in [20, 80) → copy_, 60;
 * [180, 200): aten::item and cudaStreamSynchronize are syncs, and GPU 0 is busy throughout →
   "waiting on another device" (kind wait), 20;
-* [220, 260): no host event → "host idle", 40.
+* [220, 260): no host event → "Python (untraced)", 40.
 """
 
 from __future__ import annotations
@@ -91,22 +91,22 @@ def test_tracks_by_hand() -> None:
     idle1 = got["GPU 1 idle"]
     assert pieces(idle1) == [(0, 80), (180, 200), (220, 260)]
     assert list(idle1.labels or []) == [
-        "idle: aten::copy_", "idle: waiting on another device", "idle: host idle"]
+        "idle: aten::copy_", "idle: waiting on another device", "idle: Python (untraced)"]
     args = list(idle1.args or [])
     assert args[0] == {"host_busy_us": us(80), "cause": "aten::copy_", "cause_kind": "cpu_op",
                        "cause_us": us(60)}
     assert args[1] == {"host_busy_us": us(20), "cause": "waiting on another device",
                        "cause_kind": "wait", "cause_us": us(20)}
-    assert args[2] == {"host_busy_us": us(0), "cause": "host idle", "cause_kind": "host_idle",
-                       "cause_us": us(40)}
+    assert args[2] == {"host_busy_us": us(0), "cause": "Python (untraced)",
+                       "cause_kind": "host_idle", "cause_us": us(40)}
     assert pieces(got["GPU 0 idle"]) == [(250, 260)]
-    assert list(got["GPU 0 idle"].labels or []) == ["idle: host idle"]
+    assert list(got["GPU 0 idle"].labels or []) == ["idle: Python (untraced)"]
 
 
 def test_gap_labels_agree_with_the_reports_idle_causes() -> None:
     """One idle gap [10, 100) on one GPU: annotate's label is the report's largest cause.
     By hand: the region "forward" [20, 70) owns 50 ns (the op and the launch inside it only
-    split it as children); "host idle" the other 40. The old per-call rule said aten::mm."""
+    split it as children); "Python (untraced)" the other 40. The old per-call rule said aten::mm."""
     tl = frames.timeline(
         gpu=[frames.kernel(0, 10), frames.kernel(100, 110)],
         cpu=[
@@ -118,7 +118,7 @@ def test_gap_labels_agree_with_the_reports_idle_causes() -> None:
     (idle,) = [t for t in tracks(tl) if t.process == IDLE_PROCESS]
     causes = analyze(tl).host.devices[0].causes
     assert [(c.name, c.kind, c.ns) for c in causes] == [
-        ("forward", "region", 50), ("host idle", "host_idle", 40)]
+        ("forward", "region", 50), ("Python (untraced)", "host_idle", 40)]
     assert pieces(idle) == [(10, 100)]
     assert list(idle.labels or []) == [f"idle: {causes[0].name}"]
     (a,) = list(idle.args or [])
@@ -135,7 +135,7 @@ def test_three_gpus_get_a_track_per_pair() -> None:
 
 def test_no_host_calls_and_no_gpu() -> None:
     (idle,) = tracks(frames.timeline(gpu=[frames.kernel(0, 10), frames.kernel(20, 30)]))
-    assert pieces(idle) == [(10, 20)] and list(idle.labels or []) == ["idle: host idle"]
+    assert pieces(idle) == [(10, 20)] and list(idle.labels or []) == ["idle: Python (untraced)"]
     assert tracks(frames.timeline(cpu=[frames.op(0, 10)])) == []
 
 

@@ -113,7 +113,7 @@ def _sweep_causes(doc: dict) -> tuple[dict[str, float], float]:
             elif cover:
                 cause = _inner(cover)["name"]
             else:
-                cause = "host idle"
+                cause = "Python (untraced)"
             out[cause] = out.get(cause, 0.0) + 0.5
         t += 0.5
     return out, idle
@@ -355,3 +355,24 @@ def test_csv_has_the_new_figures(tmp_path: Path) -> None:
     c = pd.read_csv(tmp_path / "csv" / "idle_causes.csv", keep_default_na=False)
     top = c[c["parent"] == ""]
     assert top.iloc[0]["name"] == DL and top["us"].sum() <= r["host"]["devices"][0]["idle_us"]
+
+
+LOOPS = sorted(SAMPLES.glob("*/examples/dataloader-loop/*.pt.trace.json.gz")) + sorted(
+    SAMPLES.glob("h200/real-loops/mnist-workers1/*.pt.trace.json.gz"))
+
+
+@pytest.mark.parametrize("path", LOOPS, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_dataloader_loops_have_no_launch_bound_stream(path: Path) -> None:
+    r = _report(path)
+    assert not any(g.launch_bound for g in r.host.kernel_gaps)
+    assert not any("launch-bound" in h for h in r.headlines)
+
+
+def test_the_eager_loop_of_tiny_kernels_is_launch_bound() -> None:
+    """small-ops/loop (H200): 50 kernels of ~2 µs, each launched ~21 µs after the last."""
+    r = _report(next(SAMPLES.glob("h200/small-ops/loop/*.pt.trace.json.gz")))
+    (g,) = [g for g in r.host.kernel_gaps if g.launch_bound]
+    assert g.host_late_gaps >= 10 and g.host_late_ns >= 0.1 * r.span_ns
+    line = next(h for h in r.headlines if "launch-bound" in h)
+    assert f"{g.host_late_gaps} of {g.gaps} gaps waited for the host" in line
+    assert "of the window" in line

@@ -41,7 +41,7 @@ def test_host_idle_attribution_with_stream_synchronize() -> None:
     assert (sync.name, sync.kind, sync.ns, sync.calls) == ("synchronization", "sync", 25, 2)
     assert [(c.name, c.ns) for c in sync.children] == [("cudaStreamSynchronize", 18),
                                                          ("aten::item", 7)]
-    assert (idle.name, idle.kind, idle.ns, idle.calls) == ("host idle", "host_idle", 16, 2)
+    assert (idle.name, idle.kind, idle.ns, idle.calls) == ("Python (untraced)", "host_idle", 16, 2)
     assert (mm.name, mm.kind, mm.ns) == ("aten::mm", "cpu_op", 2)  # tie: CPU ops first
     assert (launch.name, launch.kind, launch.ns) == ("cudaLaunchKernel", "runtime", 2)
     assert sum(c.ns for c in h.causes) == h.idle_ns
@@ -277,3 +277,29 @@ def test_host_late_compares_epoch_nanoseconds_exactly() -> None:
         tl = timeline(gpu=gpu, cpu=cpu)
         (g,) = kernel_gaps(tl.gpu, [0], tl.cpu)
         assert (g.gaps, g.host_late_gaps) == (11, late)
+
+
+def test_launch_bound_needs_a_material_share_of_the_window() -> None:
+    """GIVEN the 11-kernel loop (10 host-late gaps of 8 ns: 80 ns) THEN launch-bound in its own
+    window (102 ns: 78% of it), not once a long host-only tail makes the window 1,000 ns (80 ns,
+    8% < 10%); the headline says k of N gaps, their time and share."""
+    gpu, cpu = _late_loop(11)
+    r = analyze(timeline(gpu=gpu, cpu=cpu))
+    (g,) = r.host.kernel_gaps
+    assert (g.host_late_ns, g.launch_bound) == (80, True)
+    assert any("10 of 10 gaps waited for the host, 80 ns" in h for h in r.headlines)
+    r = analyze(timeline(gpu=gpu, cpu=[*cpu, op(200, 1000, "aten::tail")]))
+    (g,) = r.host.kernel_gaps
+    assert r.span_ns == 1000 and (g.host_late_ns, g.launch_bound) == (80, False)
+    assert not any("launch-bound" in h for h in r.headlines)
+
+
+def test_a_loop_waiting_longer_for_data_is_not_launch_bound() -> None:
+    """GIVEN the loop, then a DataLoader range of 90 ns (more than the 80 ns of host-late gaps,
+    which are 80/192 = 42% of the window) THEN not launch-bound; with 70 ns of DataLoader it is."""
+    gpu, cpu = _late_loop(11)
+    for dl, bound in ((90, False), (70, True)):
+        loader = op(102, 102 + dl, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+        r = analyze(timeline(gpu=gpu, cpu=[*cpu, loader]))
+        (g,) = r.host.kernel_gaps
+        assert (g.host_late_ns, g.launch_bound) == (80, bound), dl

@@ -469,7 +469,7 @@ def idle_reference(d, idle, host, busy, devices, lo, hi) -> dict:
         elif leaf:
             key, owner = (leaf["cls"], leaf["name"]), leaf["pos"]
         else:
-            key, owner = ("host_idle", "host idle"), ("gap", gap_of[t])
+            key, owner = ("host_idle", "Python (untraced)"), ("gap", gap_of[t])
         ns[key] += 1
         owners[key].add(owner)
     causes = sorted(ns, key=lambda k: (-ns[k], KIND_ORDER.index(k[0]), k[1]))[:5]

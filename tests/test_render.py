@@ -131,10 +131,10 @@ def make_report() -> dict[str, Any]:
             "kernel_gaps": [
                 {"device": 0, "stream": 7, "gaps": 119, "mean_us": 12.6, "p50_us": 5.0,
                  "max_us": 300.0, "kernel_p50_us": 60.0, "launch_bound": False,
-                 "host_late_gaps": 3, "host_late_p50_us": 40.0},
+                 "host_late_gaps": 3, "host_late_p50_us": 40.0, "host_late_us": 120.0},
                 {"device": 1, "stream": 7, "gaps": 99, "mean_us": 14.1, "p50_us": 80.0,
                  "max_us": 250.0, "kernel_p50_us": 70.0, "launch_bound": True,
-                 "host_late_gaps": 60, "host_late_p50_us": 85.0},
+                 "host_late_gaps": 60, "host_late_p50_us": 85.0, "host_late_us": 5100.0},
             ],
         },
         "serial": {
@@ -185,9 +185,10 @@ def make_report() -> dict[str, Any]:
             "While GPU 1 was idle the host spent 1.80 ms in cudaDeviceSynchronize",
         ],
         "critical_path": {
-            "length_us": 10000.0, "bound_by": "kernel",
-            "breakdown": {"cpu_op": 1500.0, "runtime": 1000.0, "kernel": 7000.0, "copy": 0.0,
-                          "communication": 0.0, "sync_wait": 500.0, "dataloader": 0.0,
+            "length_us": 10000.0, "bound_by": "GPU",
+            "breakdown": {"kernel": 7000.0, "communication": 0.0, "copy": 0.0,
+                          "sync_wait": 500.0, "dataloader": 0.0, "optimizer": 0.0, "sync": 0.0,
+                          "runtime": 1000.0, "cpu_op": 1500.0, "region": 0.0, "python": 0.0,
                           "idle": 0.0},
             "segments": [
                 {"start_us": 0.0, "end_us": 2500.0, "kind": "cpu_op", "name": "aten::mm"},

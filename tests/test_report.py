@@ -399,6 +399,7 @@ def test_figures_md_worked_example() -> None:
             "launch_bound": False,
             "host_late_gaps": 0,  # relu's launch [2,3) came before gemm began at 3
             "host_late_p50_us": None,
+            "host_late_us": 0.0,
         }
     ]
     assert d["serial"] == {
@@ -413,11 +414,14 @@ def test_figures_md_worked_example() -> None:
         ("gemm", 1, 2.0, 2 / 9),
         ("relu", 0, 1.0, 1 / 9),
     ]
-    # ranked by the time at stake: GPU 1 idle 10, both-busy "either" 8, serial - union 6,
-    # copy time 5, GPU 0 idle 4, concurrent 4, launch overhead 1 x 2 = 2
+    # ranked by the time at stake: GPU 1 idle 10, the path's GPU time 8 (gemm 6 + relu 1 +
+    # the wait 1; before the tie "either" 8 by the order of findings), both-busy "either" 8,
+    # serial - union 6, copy time 5, GPU 0 idle 4, concurrent 4, launch overhead 1 x 2 = 2
     assert d["headlines"] == [
         "GPU 1 idle 83.3% of the window; main cause: waiting on another device 4 µs (40.0% of "
         "the idle time)",
+        "The GPU bounds the critical path: 66.7% of it is GPU work (GEMM 85.7%, other 14.3% of "
+        "the kernel time on it)",
         "GPU 0 and GPU 1 were both busy 25.0% of the time either was",
         "14 µs of stream work ran in 8 µs of GPU busy time (1.75x parallelism)",
         "Copies on GPU 0: 80.0% hidden under compute (1 µs exposed)",

@@ -97,7 +97,7 @@ def assert_windows_alone(tl, wins, devices) -> None:
     for i, (lo, hi) in enumerate(wins):
         w = tl.window(lo, hi)
         assert repr(latency[i]) == repr(launch_latency(w.gpu, w.cpu)), (i, lo, hi)
-        assert repr(gaps[i]) == repr(kernel_gaps(w.gpu, devices, w.cpu)), (i, lo, hi)
+        assert repr(gaps[i]) == repr(kernel_gaps(w.gpu, devices, w.cpu, (lo, hi))), (i, lo, hi)
         assert repr(no_cpu[i]) == repr(kernel_gaps(w.gpu, devices)), (i, lo, hi)
 
 

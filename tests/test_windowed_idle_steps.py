@@ -127,12 +127,12 @@ def test_a_window_without_events_or_steps_and_an_empty_one() -> None:
     idle = idle_causes_by_window(per_window_busy(cut, wins, [0, 1]), ev, Windows.of(wins))
     (gpu0, gpu1) = idle[1]
     assert (gpu0.idle_ns, gpu0.idle_host_busy_ns) == (20, 0)
-    assert [(c.name, c.ns, c.calls) for c in gpu0.causes] == [("host idle", 20, 1)]
+    assert [(c.name, c.ns, c.calls) for c in gpu0.causes] == [("Python (untraced)", 20, 1)]
     assert idle[2][0].causes == () and idle[2][0].idle_ns == 0
     # [20, 50): GPU 0 idle throughout; GPU 1 is idle too while the sync [30, 35) runs, so
     # the sync is "synchronization", not "waiting on another device"
     names = {c.name: c.ns for c in idle[3][0].causes}
-    assert names == {"host idle": 25, "synchronization": 5}
+    assert names == {"Python (untraced)": 25, "synchronization": 5}
     steps = step_breakdown_by_window(cut.gpu, ev, cut.steps, [0, 1], len(wins))
     assert steps[1] == () and steps[2] == ()
     assert [(b.step, b.device) for b in steps[3]] == [(2, 0), (2, 1)]

@@ -16,7 +16,7 @@ Perfetto, chrome://tracing and the TensorBoard profiler's trace view show them a
 * **traceprobe: GPU idle** — per GPU one event per idle gap in the trace's span,
   named after the cause charged most of it by the report's idle partition
   (``host.devices[].causes``, :func:`traceprobe.metrics.idle.gap_causes`: a region, a
-  sync or wait, the innermost CPU op or runtime call, or ``host idle``).
+  sync or wait, the innermost CPU op or runtime call, or ``Python (untraced)``).
 * **traceprobe: critical path** — the whole trace's critical path
   (:mod:`traceprobe.graph`): one event per piece, named ``category: what``
   (``kernel: <kernel name>``, ``sync_wait: cudaDeviceSynchronize``, ...), ``args.kind``

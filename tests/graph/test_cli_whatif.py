@@ -41,7 +41,7 @@ def test_json_schema_and_prediction(tmp_path):
 def test_text_and_markdown():
     r = _run(str(SEQ), "-s", "no-host-sync")
     assert r.exit_code == 0
-    assert "no-host-sync would save" in r.output and "bound by kernel" in r.output
+    assert "no-host-sync would save" in r.output and "bound by GPU" in r.output
     m = _run(str(SEQ), "--format", "markdown")
     assert m.exit_code == 0 and m.output.startswith("# what if: no change")
 

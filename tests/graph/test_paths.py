@@ -28,11 +28,14 @@ def test_launch_bound_step_is_host_time():
     cp = critical_paths(t.timeline())["steps"][1]
     _tiles(cp, 0, 32)
     b = cp["breakdown"]
-    # calls 5+5+5+1; gaps: [5,10] under aten::mul -> cpu_op; [15,20], [25,30], [31,32] idle
-    assert b["runtime"] == pytest.approx(16)
-    assert b["cpu_op"] == pytest.approx(5)
-    assert b["idle"] == pytest.approx(11)
-    assert b["kernel"] == 0
+    # launches 5+5+5 (runtime); the sync call's own 1 µs (sync); aten::mul [5,16) holds
+    # the second launch: its self time [5,10) + [15,16) is cpu_op; [16,20), [25,30),
+    # [31,32): no event -> Python (untraced)
+    assert b["runtime"] == pytest.approx(15)
+    assert b["sync"] == pytest.approx(1)
+    assert b["cpu_op"] == pytest.approx(6)
+    assert b["python"] == pytest.approx(10)
+    assert b["idle"] == 0 and b["kernel"] == 0
     assert cp["bound_by"] == "runtime"
 
 
@@ -45,9 +48,11 @@ def test_gpu_bound_step_goes_through_the_kernel_and_the_wait():
     assert b["kernel"] == pytest.approx(100)
     assert b["runtime"] == pytest.approx(10)  # the launch call's start -> the kernel's start
     assert b["sync_wait"] == pytest.approx(2)
-    assert b["idle"] == pytest.approx(3)
+    assert b["python"] == pytest.approx(3)  # the host's tail after the wait: no event
+    assert b["idle"] == 0
     kinds = [s["kind"] for s in cp["segments"]]
-    assert kinds == ["runtime", "kernel", "sync_wait", "idle"]
+    assert kinds == ["runtime", "kernel", "sync_wait", "python"]
+    assert cp["bound_by"] == "GPU"
     assert cp["segments"][1]["name"] == "big"
 
 

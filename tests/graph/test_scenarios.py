@@ -113,3 +113,40 @@ def test_a_copy_on_a_side_stream_is_issued_with_its_producer():
     # (1 µs; nothing was queued here) -> 106..156; the sync (host still at 151) ends 1 µs
     # after the copy: 157; the step 1 µs later: 158.
     assert _predict(t, ["copies-on-side-stream"]) == pytest.approx(158)
+
+
+def test_a_step_bound_by_a_collective_gets_no_prediction():
+    """GIVEN a step whose path is mostly an NCCL kernel (100 of 115 µs) THEN the replay says its
+    model does not hold there (the collective waits for other ranks) instead of a speedup."""
+    from tiny import Trace
+
+    from traceprobe.graph import whatif
+    from traceprobe.render.whatif import render
+
+    t = Trace().step(1, 0, 115).launch("ncclDevKernel_AllReduce_Sum_f32", 0, 10, 100)
+    t.call("cudaDeviceSynchronize", 20, 92)
+    res = whatif(t.timeline(), ["kernels:gemm=2"])
+    (w,) = res.windows
+    assert not w.holds and "collectives" in w.why
+    d = res.to_dict()["windows"][0]
+    assert d["speedup"] is None and d["model_holds"] is False
+    text = render(res.to_dict())
+    assert "does not hold" in text and "1.00x" not in text
+
+
+def test_dataloader_workers_follow_the_documented_rule():
+    """GIVEN one step of 100 µs: a multi-process DataLoader wait of 60 µs, then 40 µs of other
+    host work around a launch THEN workers=N gives max(C, W x T / N) with C = 40, W = 1, T = 100:
+    N = 2 -> 50 µs, N = 4 -> 40 µs (the rest bounds it); `dataloader` alone -> 40 µs."""
+    from tiny import Trace
+
+    from traceprobe.graph import whatif
+
+    t = Trace().step(1, 0, 100)
+    t.op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 0, 60)
+    t.op("aten::add", 60, 40).launch("k", 70, 75, 2)
+    tl = t.timeline()
+    for scen, want in (("dataloader:workers=2", 50), ("dataloader:workers=4", 40),
+                       ("dataloader", 40), ("dataloader:workers=4/2", 50)):
+        (w,) = whatif(tl, [scen]).windows
+        assert w.predicted_period_us == pytest.approx(want, abs=0.01), scen

@@ -159,6 +159,29 @@ def _steps_in(tl: Timeline, window: tuple[int, int] | None) -> int:
     return int(((st >= window[0]) & (st < window[1])).sum())
 
 
+def _by_name(tl: Timeline, rows: pd.DataFrame, kg: np.ndarray, out: np.ndarray,
+             dur: np.ndarray) -> int:
+    """Kernels with no op in the trace (launched before the recording began: a GPU-bound
+    loop's backlog from the profiler's warm-up steps) take, in place in ``out``, the
+    time-weighted mean factor of the kernels of the same name that an op's shapes rescaled;
+    returns how many did."""
+    has = kg >= 0
+    if not has.any():
+        return 0
+    op_less = np.zeros(len(out), bool)
+    op_less[has] = rows["op"].to_numpy(object)[kg[has]] == ""
+    codes, _ = pd.factorize(tl.gpu["name"].to_numpy(object))
+    known = has & ~op_less
+    n = int(codes.max()) + 1 if len(codes) else 0
+    w = np.bincount(codes[known], weights=dur[known], minlength=n)
+    wf = np.bincount(codes[known], weights=(dur * out)[known], minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        by = np.where(w > 0, wf / w, 1.0)
+    take = op_less & (by[codes] < 1.0)
+    out[take] = by[codes[take]]
+    return int(take.sum())
+
+
 def kernel_factors(tl: Timeline, scenario: str) -> tuple[np.ndarray, str]:
     """Per ``tl.gpu`` row the factor on its duration under an efficiency scenario
     (``precision:tf32``, ``precision:bf16``, ``roof:REGEX=S``), and a note saying what
@@ -176,9 +199,13 @@ def kernel_factors(tl: Timeline, scenario: str) -> tuple[np.ndarray, str]:
         r = precision(rows, roof, arg)
         out[has] = r.factor[kg[has]]
         dur = (tl.gpu["end"].to_numpy() - tl.gpu["start"].to_numpy()).astype(float)
+        orphans = _by_name(tl, rows, kg, out, dur)
         note = (f"{scenario}: {r.matched} fp32 op shapes rescaled to {arg}; kernel time "
                 f"{dur[has].sum() / 1e6:.4g} ms -> {(dur * out)[has].sum() / 1e6:.4g} ms "
                 "(a step the host does not wait for keeps its length)")
+        if orphans:
+            note += (f"; {orphans} kernels launched before the recording began took the "
+                     "factor of their name's rescaled kernels")
         if r.unknown:
             note += f"; {r.unknown} left as measured (no shapes: record_shapes=True)"
         return out, note

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from traceprobe.timeline import Timeline
 
 SCHEMA = "traceprobe.whatif/1"
+GPU_NEAR = 0.9  # a step whose GPU span is this share of its host span is walked on the GPU
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,18 @@ class StepResult:
     predicted_us: float
     critical_path: dict[str, Any]  # of the predicted replay
     measured_path: dict[str, Any]  # of the unchanged replay
+    period_us: float | None = None  # the unchanged replay's period (:mod:`.period`)
+    predicted_period_us: float | None = None
+    gpu_bound: bool = False  # the GPU span sets the measured period
+    holds: bool = True  # False: the step's path waits on something the model does not see
+    why: str = ""  # what, when it does not hold
+    host_span_us: float = 0.0  # the unchanged replay's host span and GPU span (:mod:`.period`)
+    gpu_span_us: float = 0.0
 
     @property
     def speedup(self) -> float | None:
+        if self.period_us is not None and self.predicted_period_us:
+            return self.period_us / self.predicted_period_us
         return self.measured_us / self.predicted_us if self.predicted_us > 0 else None
 
 
@@ -59,7 +69,11 @@ class WhatIf:
                     "measured_us": w.measured_us,
                     "replayed_us": w.replayed_us,
                     "predicted_us": w.predicted_us,
-                    "speedup": w.speedup,
+                    "period_us": w.period_us,
+                    "predicted_period_us": w.predicted_period_us,
+                    "speedup": w.speedup if w.holds else None,
+                    "model_holds": w.holds,
+                    "why_not": w.why or None,
                     "critical_path": w.critical_path,
                     "measured_critical_path": w.measured_path,
                 }
@@ -101,7 +115,7 @@ def critical_paths(
 
 
 def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) -> dict[str, Any]:
-    from traceprobe.graph.path import summary, walk, window_end
+    from traceprobe.graph.path import clip, summary, walk, window_end
 
     if window is None:
         return _whole(g, rp, lists)
@@ -110,10 +124,10 @@ def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) 
         first = min(g.steps, key=lambda r: int(g.start[r[1]]))
         last = max(g.steps, key=lambda r: int(g.start[r[2]]))
         if (int(g.start[first[1]]), int(g.start[last[2]])) == (lo, hi):
-            return _step(g, rp, first[1], last[2], lists)
+            return _steps_end_to_end(g, rp, lists) or _step(g, rp, first[1], last[2], lists)
     i, end = window_end(g, rp)
-    pieces = [(max(s, lo), min(e, hi), k, n) for s, e, k, n in walk(g, rp, i, end, g.origin, lists)
-              if e > lo and s < hi]
+    pieces = [clip(p, lo, hi) for p in walk(g, rp, i, end, g.origin, lists)
+              if p[1] > lo and p[0] < hi]
     if not pieces or pieces[0][0] > lo or pieces[-1][1] < hi:  # the path does not cover it
         return _whole(g, rp, lists) if (lo, hi) == (g.origin, end) else None  # type: ignore[return-value]
     return summary(pieces, lo, hi)
@@ -130,7 +144,7 @@ def whole_path(tl: Timeline) -> list[tuple[int, int, str, str]]:
         return []
     rp = replay(g, Plan.of(g))
     i, hi = window_end(g, rp)
-    return walk(g, rp, i, hi, g.origin)
+    return [(s, e, k, n) for s, e, k, n, _ in walk(g, rp, i, hi, g.origin)]
 
 
 def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all") -> WhatIf:
@@ -141,6 +155,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     """
     from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
+    from traceprobe.graph.period import period, unmodelled
     from traceprobe.graph.replay import Plan, replay
     from traceprobe.graph.scenarios import parse, plan
 
@@ -175,16 +190,67 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
         for n, s, e in rows:
             cb, cp = _step(g, base, s, e, lb), _step(g, pred, s, e, lp)
             measured = (int(g.start[e]) - int(g.start[s])) / 1000
-            out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb))
+            hb, gb = period(g, base, s, e)
+            hp, gp = period(g, pred, s, e)
+            why = unmodelled(cb, gb > hb)
+            out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb,
+                                  max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
+                                  not why, why, hb / 1000, gb / 1000))
     return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
 
 
+def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None:
+    """The profiled steps' window as its steps' paths end to end (each walked by its own
+    rule, :func:`_step`), the time between two steps the step thread's host account; None
+    when steps overlap."""
+    from traceprobe.graph.path import HOST_PIECE, merge, resolve, summary
+
+    rows = sorted(g.steps, key=lambda r: int(rp.start[r[1]]))
+    if any(int(rp.start[a[2]]) > int(rp.start[b[1]]) for a, b in zip(rows, rows[1:],
+                                                                     strict=False)):
+        return None
+    pieces: list[Any] = []
+    for k, (_, s, e) in enumerate(rows):
+        if k:
+            a, b = int(rp.start[rows[k - 1][2]]), int(rp.start[s])
+            pieces += resolve([(a, b, HOST_PIECE, str(int(g.lane[s])))], g.accounts)
+        pieces += _step_pieces(g, rp, s, e, lists)
+    return summary(merge(pieces), int(rp.start[rows[0][1]]), int(rp.start[rows[-1][2]]))
+
+
 def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
-    from traceprobe.graph.path import summary, walk
+    from traceprobe.graph.path import summary
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
     shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
-    return summary(walk(g, rp, e, hi, lo, lists), lo, hi, shift)
+    return summary(_step_pieces(g, rp, s, e, lists), lo, hi, shift)
+
+
+def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
+    """The path of the step with markers ``s``..``e``, walked back from its end marker; when
+    the GPU's work is at least :data:`GPU_NEAR` of the step's host span (it sets the period,
+    :mod:`.period`, or nearly: the host ran ahead of it, or just kept it fed), from
+    the GPU op still running at the end marker instead (the last to end before it if none
+    runs), staying on the GPU, so that the path follows what bounds the step — unless that
+    path is more idle than the host's (the GPU mostly waited, on what the graph does not
+    see: then it did not bound the step)."""
+    from traceprobe.graph.path import walk
+    from traceprobe.graph.period import gpu_end_node, period
+
+    lo, hi = int(rp.start[s]), int(rp.start[e])
+    on_host = walk(g, rp, e, hi, lo, lists)
+    host, gpu = period(g, rp, s, e)
+    if gpu < GPU_NEAR * host:
+        return on_host
+    on_gpu = walk(g, rp, gpu_end_node(g, rp, hi, e), hi, lo, lists, gpu_first=True)
+    # a GPU that mostly waited (on what the graph does not see) does not bound the step
+    return on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host
+
+
+def _idle(pieces: list[Any]) -> int:
+    from traceprobe.graph.path import parts
+
+    return sum(v for p in pieces for k, v in parts(p) if k == "idle")
 
 
 def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from traceprobe.graph.model import (
     HOST,
     KERNEL,
     NO_SYNC,
+    QUEUE_FULL,
     SYNC_DEVICE,
     SYNC_NAME,
     SYNC_ONE,
@@ -69,6 +70,44 @@ def host_waits(g: Graph) -> None:
             continue
         g.wait[c] = w
     _sync_delays(g)
+    queue_waits(g)
+
+
+def queue_waits(g: Graph) -> None:
+    """Launch calls that waited for a slot of the launch queue (``g.queued``): when the call
+    began, at least :data:`QUEUE_FULL` ops launched before it had not finished, and it
+    lasted more than twice the median launch call. It waits, as a host wait does, for the
+    op launched before it that ended last before it returned (the completion that freed
+    the slot); its own cost is the median launch call."""
+    calls = np.flatnonzero((g.ntype == HOST) & g.launches & (g.sync == NO_SYNC))
+    gpu = np.flatnonzero(g.ntype == GPU)
+    if not len(calls) or len(gpu) < QUEUE_FULL:
+        return
+    cs, ce = g.start[calls], g.end[calls]
+    dur = ce - cs
+    typical = int(np.median(dur))
+    # an op whose launch the trace lacks (issued before the profiler recorded calls, as the
+    # queue's backlog is after a warm-up) was launched before every call
+    issued = np.where(g.launch[gpu] >= 0, g.start[np.maximum(g.launch[gpu], 0)],
+                      np.iinfo(np.int64).min)
+    lst = np.sort(issued)
+    by_end = gpu[np.argsort(g.end[gpu], kind="stable")]
+    ends = g.end[by_end]
+    issued_at = np.full(len(g), np.iinfo(np.int64).min, np.int64)
+    issued_at[gpu] = issued
+    outstanding = np.searchsorted(lst, cs, side="left") - np.searchsorted(ends, cs, side="right")
+    full = np.flatnonzero((outstanding >= QUEUE_FULL) & (dur > 2 * typical))
+    for r in full.tolist():
+        c = int(calls[r])
+        k = int(np.searchsorted(ends, ce[r], side="right")) - 1
+        while k >= 0 and issued_at[by_end[k]] >= cs[r]:
+            k -= 1
+        if k < 0 or ends[k] <= cs[r]:
+            continue
+        w = int(by_end[k])
+        g.sync[c], g.wait[c], g.queued[c] = SYNC_ONE, w, True
+        g.base[c] = min(typical, int(dur[r]))
+        g.post[c] = int(ce[r] - g.end[w])
 
 
 def _sync_delays(g: Graph) -> None:
@@ -167,15 +206,22 @@ def gpu_delays(g: Graph) -> None:
 
 
 def _infer_deps(g: Graph, ops: np.ndarray, rows: np.ndarray, latest: np.ndarray) -> None:
+    """The op an unexplained wait waited for: of another stream of its device, the one that
+    ended last before it started (after its other constraints); failing that, of another
+    device (a peer copy or a result another GPU produced)."""
     by_end = ops[np.argsort(g.end[ops], kind="stable")]
     ends = g.end[by_end]
     for r in rows.tolist():
         i = int(ops[r])
-        k = int(np.searchsorted(ends, g.start[i], side="right")) - 1
-        while k >= 0 and ends[k] > latest[r]:
-            j = int(by_end[k])
-            if g.lane[j] != g.lane[i] and g.device[j] == g.device[i] and j < i:
-                g.dep[i] = j
-                g.d_dep[i] = g.start[i] - g.end[j]
+        k0 = int(np.searchsorted(ends, g.start[i], side="right")) - 1
+        for same in (True, False):
+            k = k0
+            while k >= 0 and ends[k] > latest[r]:
+                j = int(by_end[k])
+                if g.lane[j] != g.lane[i] and (g.device[j] == g.device[i]) == same and j < i:
+                    g.dep[i] = j
+                    g.d_dep[i] = g.start[i] - g.end[j]
+                    break
+                k -= 1
+            if g.dep[i] >= 0:
                 break
-            k -= 1

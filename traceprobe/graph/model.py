@@ -20,13 +20,17 @@ Nodes, in measured start order:
                stream of its device that ended last before it started is taken as what it
                waited for (a ``cudaStreamWaitEvent``; the trace's runtime calls carry no
                stream or event ids unless ``enable_cuda_sync_events`` was on, and this
-               graph does not read those).
+               graph does not read those); failing one on its device, the op of another
+               device that ended last before it (a peer copy, another GPU's result).
 
 * **host waits** — a runtime call that blocks until GPU work is done: names with
   ``Synchronize`` and blocking ``cudaMemcpy``; also any launch of a copy that returned
   only after its copy ended (a blocking copy). ``cudaDeviceSynchronize`` waits for every
   op launched before it; another wait for the op launched before it that ended last
-  before the call returned (its own copy, for a blocking copy).
+  before the call returned (its own copy, for a blocking copy). A launch that blocked on
+  a full launch queue waits for the op whose completion freed its slot
+  (:func:`.delays.queue_waits`).
+* **hand-offs** between host threads (autograd's backward thread): :mod:`.threads`.
 
 Each constraint carries the measured delay from its time to the op's start, capped at the
 typical value (median over the ops it bound) so that a constraint that did not bind cannot
@@ -53,6 +57,8 @@ GAP_IDLE, GAP_CPU, GAP_LOADER = 0, 1, 2
 GAP_KINDS = ("idle", "cpu_op", "dataloader")
 
 CALL_KINDS = ("cuda_runtime", "cuda_driver")
+QUEUE_FULL = 768  # ops in flight: a launch queue near full (CUDA holds 1024 entries; the trace
+# counts kernels, copies and memsets, not the event records that share the queue)
 UNEXPLAINED_NS = 10_000  # an op starting >10 µs after all its known constraints waited on something
 TOLERANCE_NS = 1_000
 DEFAULT_LAUNCH_NS = 5_000
@@ -82,6 +88,7 @@ class Graph:
     wait: np.ndarray  # SYNC_ONE: the op waited for
     base: np.ndarray  # a wait's own duration when it does not wait
     post: np.ndarray  # from the waited op's end to the call's return
+    queued: np.ndarray  # a launch that waited for a launch-queue slot (a wait, SYNC_ONE)
     # GPU side
     gkind: np.ndarray
     comm: np.ndarray
@@ -97,6 +104,11 @@ class Graph:
     origin: int  # trace start (ns): time 0 of every lane's first gap
     span_end: int
     steps: list[tuple[int, int, int]] = field(default_factory=list)  # (N, start mark, end mark)
+    # cross-thread hand-offs (:mod:`.threads`): rows (successor, predecessor, delay ns)
+    hand: np.ndarray = field(default_factory=lambda: np.empty((0, 3), np.int64))
+    accounts: dict[int, Any] = field(default_factory=dict)  # host lane -> its host account
+    event_starts: dict[int, np.ndarray] = field(default_factory=dict)  # host lane -> its CPU
+    # events' starts, sorted (what the profiler recorded on that thread)
     typical: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -151,6 +163,7 @@ def structure(tl: Timeline) -> Graph:
         gap_kind=np.zeros(n, np.int8), launch_gap=np.zeros(n, bool),
         launches=np.zeros(n, bool), sync=np.zeros(n, np.int8),
         wait=np.full(n, -1, np.int64), base=(end - start).copy(), post=np.zeros(n, np.int64),
+        queued=np.zeros(n, bool),
         gkind=np.full(n, -1, np.int8), comm=np.zeros(n, bool), device=np.full(n, -1, np.int64),
         copy_dir=np.full(n, "", object), fills=np.zeros(n, bool),
         launch=np.full(n, -1, np.int64), d_launch=np.zeros(n, np.int64),

@@ -7,17 +7,33 @@ that op). Each node contributes the part of the path it covers, each binding del
 time between its predecessor and the node, so the pieces tile the window exactly:
 ``length == window end - window start``. Categories of the breakdown:
 
-==============  ================================================================
-``cpu_op``      host time between two calls covered by a CPU op
-``dataloader``  the same, inside an op whose name names a DataLoader
-``runtime``     a CUDA runtime/driver call, and a launch's latency (call start ->
-                its op's start)
-``kernel``      a kernel (not a collective)
-``communication`` an NCCL/RCCL kernel
-``copy``        a memcpy or memset
-``sync_wait``   a host wait, from the GPU op it waited for to its return
-``idle``        host time outside every CPU op; GPU queue gaps between ops
-==============  ================================================================
+==================  ============================================================
+``kernel``          a kernel (not a collective)
+``communication``   an NCCL/RCCL kernel
+``copy``            a memcpy or memset
+``sync_wait``       a host wait (a sync call, a blocking copy, a launch that waited for
+                    a launch-queue slot), from the GPU op it waited for to its return
+``dataloader``      host time inside a DataLoader range (the host account's class)
+``optimizer``       host time inside an ``Optimizer.*`` range
+``sync``            a sync call's own time (``cudaDeviceSynchronize``, ``.item()``...)
+``runtime``         a CUDA runtime/driver call; a launch's latency (call start -> its
+                    op's start); a GPU op's start latency after the op it waited for,
+                    when under ``NEAR_NS`` (10 µs: a queue or graph-node gap)
+``cpu_op``          a CPU op's self time
+``region``          a user ``record_function`` range with no event inside
+``python``          "Python (untraced)": the thread had no event
+``idle``            a longer GPU gap (an op that waited on its stream, a resource or another
+                    stream longer than ``NEAR_NS``) while no thread of the process had an
+                    event (else the gap is the launching thread's host account, or where it
+                    had none the whole process's)
+==================  ============================================================
+
+Every host piece (a call, the time between two calls of a thread, a hand-off between
+threads) is cut by the host account of its thread (:func:`traceprobe.metrics.regions.account`;
+a hand-off piece by its predecessor's thread, its successor's where the predecessor had no
+event), so the host categories are those of the idle causes and the step breakdown.
+``bound_by`` is ``"GPU"`` when the GPU categories (kernel, communication, copy,
+sync_wait) hold the most time of any group, else the largest other category.
 """
 
 from __future__ import annotations
@@ -26,13 +42,23 @@ from typing import Any
 
 import numpy as np
 
-from traceprobe.graph.model import GAP_KINDS, GPU, HOST, KERNEL, Graph
-from traceprobe.graph.replay import C_HOST, C_LAUNCH, END, Replay
+from traceprobe.graph.model import GPU, HOST, KERNEL, Graph
+from traceprobe.graph.replay import C_HAND, C_HOST, C_LAUNCH, C_STREAM, END, Replay
+from traceprobe.metrics.regions import UNTRACED
 
-CATEGORIES = ("cpu_op", "runtime", "kernel", "copy", "communication", "sync_wait",
-              "dataloader", "idle")
+CATEGORIES = ("kernel", "communication", "copy", "sync_wait", "dataloader", "optimizer",
+              "sync", "runtime", "cpu_op", "region", "python", "idle")
+GPU_CATEGORIES = ("kernel", "communication", "copy", "sync_wait")
+HOST_CATEGORIES = ("dataloader", "optimizer", "sync", "runtime", "cpu_op", "region", "python")
+HOST_PIECE, HAND_PIECE, GAP_PIECE = "@host", "@hand", "@gap"  # resolved by the host account
+NEAR_NS = 10_000  # a GPU gap this short before an op keeps the path on the GPU
 
 Piece = tuple[int, int, str, str]  # start ns, end ns, kind, name
+# a piece of the path as walked: (start, end, kind, name, parts). ``parts`` is empty for a
+# piece of one category; a host piece cut by the account keeps its time per category there
+# (exact, for the breakdown), its kind and name those of the category holding the most
+# (one segment per host piece of the walk, not one per event: a report stays small)
+Walked = tuple[int, int, str, str, tuple[tuple[str, int], ...]]
 
 
 def _kinds(g: Graph) -> list[str]:
@@ -56,9 +82,17 @@ class _Lists:
         self.bind, self.ebind = _view(rp.bind), _view(rp.ebind)
         self.pred, self.ref, self.ctype = _view(rp.pred), _view(rp.ref), _view(rp.ctype)
         self.gpu = _view(g.ntype == GPU)
-        self.gap = [GAP_KINDS[k] for k in g.gap_kind.tolist()]
+        self.lane = _view(g.lane)
         self.kind = _kinds(g)
         self.name = g.name.tolist()
+        self.accounts = g.accounts
+        self.dur = _view(rp.end - rp.start)
+        # each GPU op's stream predecessor in this replay (-1 none), and its launching call
+        prev = np.full(len(g), -1, np.int64)
+        on = rp.ctype == C_STREAM
+        prev[rp.succ[on]] = rp.pred[on]
+        self.stream_prev = _view(prev)
+        self.launcher = _view(g.launch)
 
 
 def _view(a: np.ndarray) -> memoryview:
@@ -73,15 +107,18 @@ def walker(g: Graph, rp: Replay) -> _Lists:
 
 
 def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
-         lists: _Lists | None = None) -> list[Piece]:
+         lists: _Lists | None = None, gpu_first: bool = False) -> list[Walked]:
     """Pieces of the critical path ending at ``end_time`` (at or after ``end_node``'s end),
-    back to ``lo``, in time order."""
+    back to ``lo``, in time order. At a GPU op that waited for its launch the path stays on
+    the GPU (through the stream's previous op, the wait a host piece of the launching thread)
+    when the wait was shorter than the op or :data:`NEAR_NS`, and always with ``gpu_first``
+    (a step whose period the GPU sets: the GPU is what bounds it)."""
     L = lists or _Lists(g, rp)
     out: list[Piece] = []
     c = int(end_time)
     i = int(end_node)
     if c > L.E[i]:
-        out.append((max(L.E[i], lo), c, "idle", "after the last call"))
+        out.append((max(L.E[i], lo), c, *_host_or_idle(L, i, "after the last call")))
         c = L.E[i]
     guard = len(g) * 3 + 10
     while c > lo and i >= 0 and guard:
@@ -97,13 +134,23 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
             continue
         s = L.S[i]
         if c > s:
-            out.append((max(s, lo), c, L.kind[i], str(L.name[i])))
+            out.append((max(s, lo), c, *_host_or_idle(L, i, str(L.name[i]), L.kind[i])))
             c = s
         k = L.bind[i]
+        if k >= 0 and L.ctype[k] == C_LAUNCH and L.stream_prev[i] >= 0:
+            # the GPU waited for this op's launch; when that wait was shorter than the op (the
+            # GPU was mostly busy) the path stays on the GPU through the stream's previous op
+            sp = L.stream_prev[i]
+            t = L.E[sp]
+            if gpu_first or c - t < max(L.dur[i], NEAR_NS):
+                if c > t:
+                    out.append((max(t, lo), c, HOST_PIECE, str(L.lane[L.launcher[i]])))
+                    c = max(t, lo)
+                i = sp
+                continue
         if k < 0:
             if c > lo:
-                kind = "idle" if L.gpu[i] else L.gap[i]
-                out.append((lo, c, kind, f"before {L.name[i]}"))
+                out.append((lo, c, *_host_or_idle(L, i, f"-1 before {L.name[i]}", GAP_PIECE)))
             c = lo
             break
         q = L.pred[k]
@@ -111,46 +158,159 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
         if c > t:
             ct = L.ctype[k]
             if ct == C_HOST:
-                kind, label = L.gap[i], f"host before {L.name[i]}"
+                kind, label = HOST_PIECE, str(L.lane[i])
+            elif ct == C_HAND:
+                kind, label = HAND_PIECE, f"{L.lane[q]} {L.lane[i]}"
             elif ct == C_LAUNCH:
                 kind, label = "runtime", f"launch latency of {L.name[i]}"
-            else:
-                kind, label = "idle", f"GPU gap before {L.name[i]}"
+            elif c - t < NEAR_NS:  # the GPU's own latency to start the op after its wait
+                kind, label = "runtime", f"queue gap before {L.name[i]}"
+            else:  # the host's account of the thread that launched it (-1: the process's)
+                who = L.lane[L.launcher[i]] if L.launcher[i] >= 0 else -1
+                kind, label = GAP_PIECE, f"{who} GPU gap before {L.name[i]}"
             out.append((max(t, lo), c, kind, label))
             c = t
         i = q
     out.reverse()
-    return _merge(out)
+    return merge(resolve(out, L.accounts))
 
 
-def _merge(pieces: list[Piece]) -> list[Piece]:
-    out: list[Piece] = []
-    for p in pieces:
-        if p[1] <= p[0]:
-            continue
-        if out and out[-1][2] == p[2] and out[-1][3] == p[3] and out[-1][1] == p[0]:
-            out[-1] = (out[-1][0], p[1], p[2], p[3])
+def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[str, str]:
+    """A piece of node ``i`` (or before or after it): a host node's goes to its thread's
+    account; a GPU node's keeps ``kind``."""
+    if L.gpu[i]:
+        return kind, label
+    return HOST_PIECE, str(L.lane[i])
+
+
+def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Walked]:
+    """Host and hand-off pieces cut by the host account (module docstring), each as one
+    walked piece with its time per category."""
+    out: list[Walked] = []
+    for s, e, k, n in pieces:
+        if k == HOST_PIECE:
+            fine = _cut(accounts.get(int(n)), s, e)
+        elif k == GAP_PIECE:  # a long GPU wait: the launching thread's doing, else any
+            lane, _, label = n.partition(" ")  # thread's of the process, else idle
+            fine = []
+            for ps, pe, pk, pn in _cut(accounts.get(int(lane)), s, e):
+                if pk != "python":
+                    fine.append((ps, pe, pk, pn))
+                    continue
+                fine += [(qs, qe, "idle", label) if qk == "python" else (qs, qe, qk, qn)
+                         for qs, qe, qk, qn in _cut(accounts.get(-1), ps, pe)]
+        elif k == HAND_PIECE:
+            a, b = (int(x) for x in n.split())
+            fine = []
+            for ps, pe, pk, pn in _cut(accounts.get(a), s, e):
+                fine += _cut(accounts.get(b), ps, pe) if pk == "python" else [(ps, pe, pk, pn)]
         else:
-            out.append(p)
+            out.append((s, e, k, n, ()))
+            continue
+        out.append(_coarse(s, e, fine))
     return out
 
 
-def summary(pieces: list[Piece], lo: int, hi: int, shift: int = 0) -> dict[str, Any]:
+def _coarse(s: int, e: int, fine: list[Piece]) -> Walked:
+    """One walked piece for ``[s, e)`` cut into ``fine``: its time per category, and the kind
+    and name of the category holding the most (its longest event's name)."""
+    if not fine:
+        return (s, e, "python", UNTRACED, ())
+    if len(fine) == 1:
+        return (s, e, fine[0][2], fine[0][3], ())
+    ns: dict[str, int] = {}
+    best: dict[str, tuple[int, str]] = {}
+    for a, b, k, n in fine:
+        ns[k] = ns.get(k, 0) + b - a
+        if b - a > best.get(k, (-1, ""))[0]:
+            best[k] = (b - a, n)
+    top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+    if len(ns) == 1:
+        return (s, e, top, best[top][1], ())
+    return (s, e, top, best[top][1], tuple((c, ns[c]) for c in CATEGORIES if c in ns))
+
+
+def parts(p: Walked) -> tuple[tuple[str, int], ...]:
+    """A walked piece's time per category."""
+    return p[4] or ((p[2], p[1] - p[0]),)
+
+
+def clip(p: Walked, lo: int, hi: int) -> Walked:
+    """``p`` cut to ``[lo, hi)``; its parts in proportion (the rounding to the largest)."""
+    s, e = max(p[0], lo), min(p[1], hi)
+    if not p[4] or (s, e) == (p[0], p[1]):
+        return (s, e, p[2], p[3], p[4])
+    whole = p[1] - p[0]
+    got = [(c, (v * (e - s)) // whole) for c, v in p[4]]
+    rest = (e - s) - sum(v for _, v in got)
+    got = [(c, v + rest if c == p[2] else v) for c, v in got]
+    return (s, e, p[2], p[3], tuple(got))
+
+
+def _cut(acc: Any, s: int, e: int) -> list[Piece]:
+    if e <= s:
+        return []
+    if acc is None:
+        return [(s, e, "python", UNTRACED)]
+    return list(acc.pieces(s, e))
+
+
+def merge(pieces: list[Walked]) -> list[Walked]:
+    """Adjacent pieces of one kind and name as one; adjacent host pieces of one kind, or of
+    which one is shorter than ``NEAR_NS``, as one, of the kind holding the most (their parts
+    summed, so the breakdown stays exact); empty ones dropped."""
+    out: list[Walked] = []
+    for p in pieces:
+        if p[1] <= p[0]:
+            continue
+        q = out[-1] if out else None
+        host = q is not None and q[2] in HOST_CATEGORIES and p[2] in HOST_CATEGORIES
+        short = q is not None and min(q[1] - q[0], p[1] - p[0]) < NEAR_NS
+        if q is None or q[1] != p[0] or not (
+                (q[2] == p[2] and (q[3] == p[3] or host)) or (host and short)):
+            out.append(p)
+            continue
+        ns: dict[str, int] = {}
+        for c, v in parts(q) + parts(p):
+            ns[c] = ns.get(c, 0) + v
+        if len(ns) == 1 and q[3] == p[3]:
+            out[-1] = (q[0], p[1], p[2], p[3], ())
+            continue
+        top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+        longer = q if q[1] - q[0] >= p[1] - p[0] else p
+        other = p if longer is q else q
+        name = longer[3] if longer[2] == top else other[3] if other[2] == top else longer[3]
+        out[-1] = (q[0], p[1], top, name,
+                   tuple((c, ns[c]) for c in CATEGORIES if c in ns) if len(ns) > 1 else ())
+    return out
+
+
+def summary(pieces: list[Walked], lo: int, hi: int, shift: int = 0) -> dict[str, Any]:
     """The report's ``critical_path`` object. ``shift`` moves replayed times onto the
     measured clock (0 for an unchanged replay, which reproduces it)."""
     br = dict.fromkeys(CATEGORIES, 0)
-    for s, e, k, _ in pieces:
-        br[k] += e - s
-    top = max(CATEGORIES, key=lambda k: br[k]) if hi > lo else None
+    for p in pieces:
+        for k, v in parts(p):
+            br[k] += v
+    top = _bound_by(br) if hi > lo else None
     return {
         "length_us": (hi - lo) / 1000,
         "bound_by": top,
         "breakdown": {k: v / 1000 for k, v in br.items()},
         "segments": [
             {"start_us": (s + shift) / 1000, "end_us": (e + shift) / 1000, "kind": k, "name": n}
-            for s, e, k, n in pieces
+            for s, e, k, n, _ in pieces
         ],
     }
+
+
+def _bound_by(br: dict[str, int]) -> str:
+    """"GPU" when the GPU categories together hold more than any other category, else
+    the largest category (ties: the first in CATEGORIES)."""
+    gpu = sum(br[k] for k in GPU_CATEGORIES)
+    rest = [k for k in CATEGORIES if k not in GPU_CATEGORIES]
+    top = max(rest, key=lambda k: br[k])
+    return "GPU" if gpu >= br[top] and gpu > 0 else top
 
 
 def window_end(g: Graph, rp: Replay) -> tuple[int, int]:

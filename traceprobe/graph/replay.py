@@ -21,8 +21,8 @@ from traceprobe.graph.delays import stream_prev as _stream_prev
 from traceprobe.graph.model import GPU, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph
 
 END, START = 0, 1
-C_HOST, C_LAUNCH, C_STREAM, C_RESOURCE, C_DEP, C_WAIT = range(6)
-CONSTRAINT_NAMES = ("host", "launch", "stream", "resource", "dep", "wait")
+C_HOST, C_LAUNCH, C_STREAM, C_RESOURCE, C_DEP, C_WAIT, C_HAND = range(7)
+CONSTRAINT_NAMES = ("host", "launch", "stream", "resource", "dep", "wait", "handoff")
 
 
 @dataclass
@@ -36,6 +36,9 @@ class Plan:
     wait_kept: np.ndarray
     d_launch: np.ndarray
     launch: np.ndarray  # the host call each GPU op is issued by (-1: none known)
+    d_stream: np.ndarray
+    d_res: np.ndarray
+    hand: np.ndarray  # the graph's hand-offs (succ, pred, delay), as a scenario left them
     deps: list[tuple[int, int, int]] = field(default_factory=list)  # (succ, pred, delay ns)
     no_inferred: np.ndarray | None = None  # drop the inferred dep of these nodes
     notes: list[str] = field(default_factory=list)
@@ -46,6 +49,7 @@ class Plan:
         return cls(
             dur=dur.astype(np.int64), gap=g.gap.copy(), lane=g.lane.copy(), lanes=list(g.lanes),
             wait_kept=g.sync != NO_SYNC, d_launch=g.d_launch.copy(), launch=g.launch.copy(),
+            d_stream=g.d_stream.copy(), d_res=g.d_res.copy(), hand=g.hand.copy(),
         )
 
     def new_lane(self, label: tuple) -> int:
@@ -65,6 +69,7 @@ class Replay:
     ref: np.ndarray
     delay: np.ndarray
     ctype: np.ndarray
+    succ: np.ndarray  # per constraint: the node it constrains
 
 
 def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
@@ -84,10 +89,10 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
     add(lch, p.launch[lch], START, p.d_launch[lch], C_LAUNCH)
     sp = _stream_prev(g, ops, p.lane[ops])
     k = sp >= 0
-    add(ops[k], sp[k], END, g.d_stream[ops[k]], C_STREAM)
+    add(ops[k], sp[k], END, p.d_stream[ops[k]], C_STREAM)
     rp = resource_prev(g, ops, g.fills[ops])
     k = rp >= 0
-    add(ops[k], rp[k], END, g.d_res[ops[k]], C_RESOURCE)
+    add(ops[k], rp[k], END, p.d_res[ops[k]], C_RESOURCE)
     dep = ops[g.dep[ops] >= 0]
     if p.no_inferred is not None:
         dep = dep[~p.no_inferred[dep]]
@@ -95,6 +100,8 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
     if p.deps:
         a = np.array(p.deps, np.int64)
         add(a[:, 0], a[:, 1], END, a[:, 2], C_DEP)
+    if len(p.hand):
+        add(p.hand[:, 0], p.hand[:, 1], END, p.hand[:, 2], C_HAND)
     one = np.flatnonzero((g.sync == SYNC_ONE) & p.wait_kept)
     add(one, g.wait[one], END, g.post[one], C_WAIT, True)
     dev = np.flatnonzero((g.sync == SYNC_DEVICE) & p.wait_kept)
@@ -114,7 +121,10 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
 def replay(g: Graph, p: Plan) -> Replay:
     succ, pred, ref, delay, ctype, is_end = constraints(g, p)
     n = len(g)
-    o = np.lexsort((is_end, succ))
+    # within a node's constraints the one released last comes first: it wins a tie (the
+    # path follows the work that finished last, not a stream that drained long before)
+    released = np.where(ref == END, g.end[pred], g.start[pred])
+    o = np.lexsort((-released, is_end, succ))
     succ, pred, ref, delay, ctype, is_end = (a[o] for a in (succ, pred, ref, delay, ctype, is_end))
     fixed = _measured_fixed_point(g, p, succ, pred, ref, delay, ctype, is_end)
     if fixed is not None:
@@ -144,7 +154,7 @@ def replay(g: Graph, p: Plan) -> Replay:
             else:
                 El[i] = e
     return Replay(np.array(Sl, np.int64), np.array(El, np.int64), np.array(bl, np.int64),
-                  np.array(ebl, np.int64), pred, ref, delay, ctype)
+                  np.array(ebl, np.int64), pred, ref, delay, ctype, succ)
 
 
 def _measured_fixed_point(g: Graph, p: Plan, succ: np.ndarray, pred: np.ndarray,
@@ -181,7 +191,7 @@ def _measured_fixed_point(g: Graph, p: Plan, succ: np.ndarray, pred: np.ndarray,
     ebind[(key[e_idx] >> 1)[later]] = e_idx[later]
     if not (np.array_equal(start, g.start) and np.array_equal(end, g.end)):
         return None
-    return Replay(start, end, bind, ebind, pred, ref, delay, ctype)
+    return Replay(start, end, bind, ebind, pred, ref, delay, ctype, succ)
 
 
 def _order(g: Graph, succ: np.ndarray, pred: np.ndarray, ref: np.ndarray,

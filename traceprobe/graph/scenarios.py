@@ -23,6 +23,32 @@ the order given.
     As if the step were a CUDA graph: launch calls take no time, neither does the host
     time inside CPU ops that launch GPU work, and an op starts the typical queue gap
     after its launch instead of the launch latency.
+``cuda-graph``
+    The step captured whole as one CUDA graph: inside each ProfilerStep every host call and
+    every gap between calls takes no time, except one graph launch (the typical launch
+    call) at the step's first launch, the DataLoader's time (the data is still fetched
+    outside the graph) and the host waits, which still wait. Inside a graph the GPU starts
+    each node ``GRAPH_GAP_NS`` (256 ns) after what it waits for (the median kernel-to-kernel
+    gap of the committed H200 ``small-ops/cuda-graph`` replay; an eager stream's typical
+    queue gap is several µs), so the step becomes its GPU work back to back; the kernels
+    keep their stream order, resources and cross-stream dependencies.
+``dataloader``
+    The DataLoader's time on the host threads (the host account's ``dataloader`` class, in
+    the gaps between calls) is removed: as if the next batch were always ready.
+``dataloader:workers=N``
+    The DataLoader's fetch shared by N worker processes. Per step with measured period T,
+    DataLoader wait D and the rest C = T - D: one batch takes a worker F = W x T when the
+    loop waits for data (W workers, all busy: each delivers a batch every W steps; the trace
+    does not record ``num_workers``, so W is 1 for a multi-process DataLoader, the default,
+    and ``workers=N/W`` says it) or F = D for a single-process one (W = 0: the main thread
+    fetches). N workers deliver a batch every F / N, so the step becomes max(C, F / N): each
+    DataLoader gap of the step shrinks in proportion, to a total wait of max(0, F / N - C).
+``no-profiler:NS``
+    The profiler's own host cost removed: each CPU event the trace recorded (CPU op, runtime
+    call, annotation) cost the host NS nanoseconds to record, charged to the gap between
+    calls in which it starts (never below 0). A prediction to set against an unprofiled run;
+    NS is measured on a loop of one's own: (profiled step − unprofiled step) / CPU events per
+    step, on a loop the host bounds (docs/WHATIF.md, "Real training loops").
 ``kernels:REGEX=F``
     Kernels whose name matches REGEX (``re.search``) run F times faster; F is a finite
     number from ``MIN_FACTOR`` (1e-3: 1000x slower) to ``MAX_FACTOR`` (1e9).
@@ -66,7 +92,10 @@ MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well insid
 MAX_NAME = 4096  # characters of a kernel name a scenario's REGEX is matched against
 
 NAMES = ("copies-on-side-stream", "no-host-sync", "comm-overlap", "no-launch-overhead",
-         "kernels:REGEX=F", "spread:REGEX=N", "precision:tf32", "precision:bf16", "roof:REGEX=S")
+         "cuda-graph", "dataloader", "dataloader:workers=N", "no-profiler:NS", "kernels:REGEX=F",
+         "spread:REGEX=N", "precision:tf32", "precision:bf16", "roof:REGEX=S")
+GRAPH_GAP_NS = 256  # GPU gap between graph nodes (H200 small-ops/cuda-graph, median)
+_WORKERS = re.compile(r"^dataloader:workers=(\d+)(?:/(\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -87,9 +116,27 @@ def parse(text: str, tl: Timeline | None = None) -> Scenario:
         "no-host-sync": no_host_sync,
         "comm-overlap": comm_overlap,
         "no-launch-overhead": no_launch_overhead,
+        "cuda-graph": cuda_graph,
+        "dataloader": lambda g, p: dataloader(g, p, None, None),
     }
     if t in simple:
         return Scenario(t, simple[t])
+    if t.startswith("no-profiler:"):
+        try:
+            ns = float(t.split(":", 1)[1])
+        except ValueError:
+            ns = -1.0
+        if ns < 0:
+            raise UsageError(f"scenario {t!r}: write no-profiler:NS, NS >= 0 the host "
+                             "nanoseconds the profiler spent per recorded CPU event")
+        return Scenario(t, lambda g, p: no_profiler(g, p, ns))
+    if t.startswith("dataloader:"):
+        m = _WORKERS.match(t)
+        if not m or int(m.group(1)) < 1:
+            raise UsageError(f"scenario {t!r}: write dataloader:workers=N (N >= 1), or "
+                             "dataloader:workers=N/W when the traced run had W workers")
+        n, w = int(m.group(1)), None if m.group(2) is None else int(m.group(2))
+        return Scenario(t, lambda g, p: dataloader(g, p, n, w))
     head, _, rest = t.partition(":")
     if head in ("kernels", "spread") and "=" in rest:
         rx, _, val = rest.rpartition("=")
@@ -306,7 +353,7 @@ def comm_overlap(g: Graph, p: Plan) -> None:
 
 
 def no_host_sync(g: Graph, p: Plan) -> None:
-    waits = np.flatnonzero((g.sync != NO_SYNC) & p.wait_kept)
+    waits = np.flatnonzero((g.sync != NO_SYNC) & p.wait_kept & ~g.queued)
     dropped = 0
     for c in waits.tolist():
         ln = g.lane[c]
@@ -329,6 +376,112 @@ def no_launch_overhead(g: Graph, p: Plan) -> None:
     p.gap[g.launch_gap & (g.ntype != GPU)] = 0
     ops = np.flatnonzero((g.ntype == GPU) & (g.launch >= 0))
     p.d_launch[ops] = _queue(g)
+
+
+def _loader_in_gaps(g: Graph) -> np.ndarray:
+    """Per node: the DataLoader's time (host account) in the gap before it, on its thread."""
+    out = np.zeros(len(g), np.int64)
+    host = np.flatnonzero(g.ntype != GPU)
+    for ln, acc in g.accounts.items():
+        on = host[g.lane[host] == ln]
+        if len(on):
+            out[on] = acc.time_in("dataloader", g.start[on] - g.gap[on], g.start[on])
+    return np.minimum(out, np.maximum(g.gap, 0))
+
+
+def _step_of(g: Graph) -> np.ndarray:
+    """Per node: the index into ``g.steps`` of the step whose markers enclose it (node order;
+    an end marker is its own step's), -1 outside every step."""
+    out = np.full(len(g), -1, np.int64)
+    for k, (_, s, e) in enumerate(g.steps):
+        out[s + 1 : e + 1] = k
+    return out
+
+
+def dataloader(g: Graph, p: Plan, n: int | None, w: int | None) -> None:
+    dl = _loader_in_gaps(g)
+    if not dl.any():
+        p.notes.append("dataloader: no DataLoader time between the host's calls")
+        return
+    if n is None:
+        p.gap -= dl
+        p.notes.append(f"dataloader: {dl.sum() / 1e6:.3g} ms of DataLoader time removed")
+        return
+    step = _step_of(g)
+    multi = any("MultiProcessing" in str(v) for a in g.accounts.values()
+                for v in set(a.name[a.cls == "dataloader"].tolist()))
+    workers = w if w is not None else (1 if multi else 0)
+    for k, (_, s, e) in enumerate(g.steps):
+        mine = step == k
+        d = int(dl[mine].sum())
+        if not d:
+            continue
+        t = int(g.start[e] - g.start[s])
+        fetch = workers * t if workers else d
+        keep = max(0, fetch / n - (t - d))
+        p.gap[mine] -= np.round(dl[mine] * (1 - keep / d)).astype(np.int64)
+    p.notes.append(f"dataloader: {n} workers (the trace's run taken as {workers})")
+
+
+def cuda_graph(g: Graph, p: Plan) -> None:
+    step = _step_of(g)
+    inside = (step >= 0) & (g.ntype != GPU)
+    if not inside.any():
+        p.notes.append("cuda-graph: the trace has no ProfilerStep to capture")
+        return
+    dl = _loader_in_gaps(g)
+    p.gap[inside] = dl[inside]
+    calls = np.flatnonzero(inside & (g.ntype == HOST) & (g.sync == NO_SYNC))
+    durs = g.end[calls] - g.start[calls]
+    launch_calls = calls[g.launches[calls]]
+    one = int(np.median(g.end[launch_calls] - g.start[launch_calls])) if len(launch_calls) else 0
+    p.dur[calls] = 0
+    for k in range(len(g.steps)):
+        first = launch_calls[step[launch_calls] == k]
+        if len(first):
+            p.dur[first[0]] = one
+    ops = np.flatnonzero((g.ntype == GPU) & (g.launch >= 0))
+    ops = ops[step[g.launch[ops]] >= 0]
+    p.d_launch[ops] = GRAPH_GAP_NS
+    if len(p.hand):  # the backward pass is in the graph too: no thread hands off
+        p.hand[inside[p.hand[:, 0]], 2] = 0
+    p.d_stream[ops] = np.minimum(p.d_stream[ops], GRAPH_GAP_NS)
+    p.d_res[ops] = np.minimum(p.d_res[ops], GRAPH_GAP_NS)
+    p.notes.append(f"cuda-graph: {len(calls)} host calls ({durs.sum() / 1e6:.3g} ms) "
+                   f"replaced by one launch of {one / 1e3:.3g} µs per step")
+
+
+def no_profiler(g: Graph, p: Plan, ns: float) -> None:
+    host = np.flatnonzero(g.ntype != GPU)
+    counted = 0
+    for ln, starts in g.event_starts.items():
+        on = host[g.lane[host] == ln]
+        if not len(on) or not len(starts):
+            continue
+        # the events that start in the gap, the call's own included (it starts at its end)
+        k = np.searchsorted(starts, g.start[on], side="right") - np.searchsorted(
+            starts, g.start[on] - g.gap[on], side="left")
+        counted += int(k.sum())
+        cost = np.round(k * ns).astype(np.int64)
+        left = np.maximum(cost - p.gap[on], 0)  # what the gap could not hold: the call's own
+        p.gap[on] = np.maximum(p.gap[on] - cost, 0)
+        call = (g.ntype[on] == HOST) & (g.sync[on] == NO_SYNC)
+        p.dur[on[call]] = np.maximum(p.dur[on[call]] - left[call], 0)
+    if len(p.hand):  # a hand-off's delay: the events either thread recorded meanwhile
+        succ, pred = p.hand[:, 0], p.hand[:, 1]
+        a, b = g.end[pred], g.start[succ]
+        k = np.zeros(len(p.hand), np.int64)
+        for side in (succ, pred):
+            for ln in np.unique(g.lane[side]).tolist():
+                if int(ln) not in g.event_starts:
+                    continue
+                starts = g.event_starts[int(ln)]
+                m = g.lane[side] == ln
+                k[m] = np.maximum(k[m], np.searchsorted(starts, b[m]) - np.searchsorted(starts,
+                                                                                         a[m]))
+        counted += int(k.sum())
+        p.hand[:, 2] = np.maximum(p.hand[:, 2] - np.round(k * ns).astype(np.int64), 0)
+    p.notes.append(f"no-profiler: {counted} recorded CPU events at {ns:g} ns each")
 
 
 def faster_kernels(g: Graph, p: Plan, rx: re.Pattern[str], factor: float) -> None:

@@ -15,8 +15,12 @@
   end so far, clamped at 0. A gap is *host-late* when the whole device (every stream)
   was idle through it and the next kernel's launching call began after the previous
   kernel started (so the GPU waited for the host, not for a queue or an event). A
-  stream is *launch-bound* when it has at least :data:`MIN_LAUNCH_GAPS` host-late gaps
-  and its median kernel is shorter than their median.
+  stream is *launch-bound* when it has at least :data:`MIN_LAUNCH_GAPS` host-late gaps,
+  its median kernel is shorter than their median, together they hold at least
+  :data:`LAUNCH_BOUND_SHARE` of the window (``host_late_ns``), and more than the host spent
+  inside DataLoader ranges in the window (a loop that waits longer for data than for
+  launches is DataLoader-bound first). Given a bare count of windows (lengths unknown)
+  the two time tests are skipped.
 
 Both are computed for many windows at once (``*_by_window``, on frames cut by
 :meth:`traceprobe.timeline.Timeline.cut`): every match and search is keyed by the window
@@ -33,13 +37,16 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from traceprobe.intervals import measure_within, spans
 from traceprobe.metrics.lookups import first_of_each, group_ids, latest_end_before, lookup, rank
+from traceprobe.metrics.regions import classify
 from traceprobe.metrics.windows import Windows, grouped_quantile, win_of
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
 LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
 WAIT_TOLERANCE_NS = 10_000  # a kernel starting this soon after another stream's work waited on it
 MIN_LAUNCH_GAPS = 10  # host-late gaps needed before a stream is called launch-bound
+LAUNCH_BOUND_SHARE = 0.10  # ... and the share of the window they must hold together
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ class KernelGaps:
     launch_bound: bool
     host_late_gaps: int = 0  # gaps the GPU spent waiting for the host (module docstring)
     host_late_p50_ns: float | None = None
+    host_late_ns: int = 0  # the host-late gaps' total
 
 
 @dataclass(frozen=True)
@@ -242,12 +250,15 @@ def _stream_drained_at(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
 
 
 def kernel_gaps(
-    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None = None
+    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None = None,
+    window: tuple[int, int] | None = None,
 ) -> tuple[KernelGaps, ...]:
     """Per (device, stream) with at least two kernels: gaps between consecutive kernels,
     which of them were host-late, and whether the stream is launch-bound (module docstring).
-    ``cpu`` gives the launching calls; without it no gap is host-late."""
-    return kernel_gaps_by_window(gpu, devices, cpu, 1)[0]
+    ``cpu`` gives the launching calls; without it no gap is host-late. ``window`` (ns): its
+    bounds, for the launch-bound tests that need its length."""
+    return kernel_gaps_by_window(gpu, devices, cpu,
+                                 Windows.one(*window) if window is not None else 1)[0]
 
 
 def kernel_gaps_by_window(
@@ -257,6 +268,10 @@ def kernel_gaps_by_window(
     kernels are sorted once by (window, device, stream, start, end), so each (window, device,
     stream) is a run of rows; its gaps are grouped by that run (``bincount`` and
     :func:`~.windows.grouped_quantile`)."""
+    length = loader = None
+    if isinstance(n, Windows):
+        length = n.length.tolist()
+        loader = _loader_ns(cpu, n).tolist()
     n = n.n if isinstance(n, Windows) else n
     m = (gpu["kind"].to_numpy() == "kernel") & gpu["device"].isin(list(devices)).to_numpy()
     if m.sum() < 2:
@@ -278,6 +293,7 @@ def kernel_gaps_by_window(
     p50 = grouped_quantile(gap, g, ng, 50).tolist()
     top = _grouped_max(gap, g, ng).tolist()
     n_late = np.bincount(g[late], minlength=ng).tolist()
+    late_ns = np.bincount(g[late], weights=gap[late], minlength=ng).astype(np.int64).tolist()
     late_p50 = grouped_quantile(gap[late], g[late], ng, 50).tolist()
     kernel_p50 = grouped_quantile(e - s, gid, ng, 50).tolist()
     head = np.flatnonzero(np.r_[True, ~same])
@@ -287,6 +303,8 @@ def kernel_gaps_by_window(
         if not pairs[i]:
             continue
         lp50 = late_p50[i] if n_late[i] else None
+        material = length is None or loader is None or (
+            late_ns[i] >= LAUNCH_BOUND_SHARE * length[gw[i]] and late_ns[i] > loader[gw[i]])
         out[gw[i]].append(KernelGaps(
             device=gd[i],
             stream=gs[i],
@@ -297,11 +315,22 @@ def kernel_gaps_by_window(
             kernel_p50_ns=kernel_p50[i],
             launch_bound=bool(
                 n_late[i] >= MIN_LAUNCH_GAPS and lp50 is not None and kernel_p50[i] < lp50
+                and material
             ),
             host_late_gaps=n_late[i],
             host_late_p50_ns=lp50,
+            host_late_ns=late_ns[i],
         ))
     return [tuple(x) for x in out]
+
+
+def _loader_ns(cpu: pd.DataFrame | None, windows: Windows) -> np.ndarray:
+    """Per window: the time inside DataLoader ranges (:mod:`.regions`' class) of any thread."""
+    if cpu is None or cpu.empty:
+        return np.zeros(windows.n, np.int64)
+    dl = classify(cpu) == "dataloader"
+    return measure_within(spans(_col(cpu, "start", dl), _col(cpu, "end", dl)),
+                          windows.lo, windows.hi)
 
 
 def _host_late(

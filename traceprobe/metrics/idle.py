@@ -13,7 +13,11 @@ first rule that applies wins:
    instant, else ``synchronization``; the children name the calls;
 3. the innermost CPU op or runtime call covering it (an op's self time: the time no op
    or call inside it covers);
-4. ``host idle``: the process had no event at all.
+4. ``Python (untraced)`` (kind ``host_idle``; named "host idle" before): the process had
+   no event at all — the interpreter ran code the profiler does not record, or slept.
+
+Rules 1-4 are the host account of :mod:`.regions` (:func:`~.regions.owners`) over the
+whole process; the critical path reads the same account thread by thread.
 
 So the causes partition the idle time: they sum to it exactly when all are listed (the
 report lists the :data:`TOP_CAUSES` largest). Each cause carries ``ns``, ``share`` (of the
@@ -45,12 +49,12 @@ from traceprobe.metrics.axis import (
 )
 from traceprobe.metrics.devices import DeviceBusy
 from traceprobe.metrics.host import Cause, HostIdle
-from traceprobe.metrics.regions import LEAF_CLASSES, REGION_CLASSES, HostEvents, innermost
+from traceprobe.metrics.regions import UNTRACED, HostEvents, owners
 from traceprobe.metrics.windows import Windows, grouped_sum, offsets
 
 TOP_CAUSES = 5
 TOP_CHILDREN = 3
-HOST_IDLE = "host idle"
+HOST_IDLE = UNTRACED  # was "host idle": the process had no event (docs/FIGURES.md)
 WAITING = "waiting on another device"
 SYNCHRONIZATION = "synchronization"
 NO_OP = "(no CPU op)"
@@ -177,15 +181,10 @@ def _lay(ev: HostEvents, axis: Axis) -> _Laid:
     cls_codes, cls_uniques = pd.factorize(pd.Series(ev.cls, dtype=object))
     kind = np.array([_KIND[str(c)] for c in cls_uniques], np.int64)[cls_codes]
 
-    def owner(classes: tuple[str, ...]) -> np.ndarray:
-        idx = np.flatnonzero(np.isin(ev.cls, classes))
-        o = innermost(bounds, s[idx], e[idx], rank[idx])
-        return np.where(o >= 0, idx[np.maximum(o, 0)] if idx.size else o, -1)
-
+    own = owners(ev.cls, s, e, rank, bounds)  # the host account, over the whole process
     return _Laid(
         count, axis.base, kind, codes.astype(np.int64), names, string_ranks(names), bounds,
-        owner(REGION_CLASSES), owner(("sync",)),
-        owner(tuple(c for c in LEAF_CLASSES if c != "sync")), spans(s, e),
+        own.reg, own.syn, own.leaf, spans(s, e),
     )
 
 

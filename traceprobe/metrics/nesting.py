@@ -33,26 +33,14 @@ def self_times(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray])
     ``thread`` key tuple that it encloses), floored at 0 (int64, in the input's row order)."""
     s0 = np.asarray(start, dtype=np.int64)
     e0 = np.asarray(end, dtype=np.int64)
-    rows = len(s0)
-    if rows == 0:
+    if len(s0) == 0:
         return np.zeros(0, np.int64)
-    keys = [np.asarray(k, dtype=np.int64) for k in thread]
-    order = np.lexsort((-e0, s0, *reversed(keys)))
-    s, e = s0[order], e0[order]
-    new = np.zeros(rows, bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
-    parent = _last_open(s, e, new)
-    child = parent >= 0
-    child[child] = e[child] <= e[parent[child]]
-    dur = e - s
+    parent = parents(s0, e0, thread)
+    dur = e0 - s0
     own = dur.copy()
+    child = parent >= 0
     np.subtract.at(own, parent[child], dur[child])
-    out = np.empty(rows, np.int64)
-    out[order] = own
-    return np.maximum(out, 0)
+    return np.maximum(own, 0)
 
 
 def parents(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) -> np.ndarray:
@@ -113,3 +101,35 @@ def _last_open(s: np.ndarray, e: np.ndarray, new: np.ndarray) -> np.ndarray:
         at -= skip.astype(np.int64) << lvl
     look[todo] = at
     return op_at[look]
+
+
+def enclosing(start: np.ndarray, end: np.ndarray,
+              thread: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per event (input order): the index of the event directly enclosing it (-1: none) and
+    its depth (0 outermost), events of one ``thread`` key tuple nesting as a stack does: the
+    parent is the last event before it (start order, longer first) still open when it starts
+    — an event that starts inside another is its child even if it outlives it — so events of
+    one depth never overlap. The same search as :func:`self_times`; the depth by pointer
+    doubling over the parents (one numpy pass per level of the deepest event)."""
+    s0 = np.asarray(start, dtype=np.int64)
+    e0 = np.asarray(end, dtype=np.int64)
+    rows = len(s0)
+    if rows == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    keys = [np.asarray(k, dtype=np.int64) for k in thread]
+    order = np.lexsort((-e0, s0, *reversed(keys)))
+    new = np.zeros(rows, bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    parent_sorted = _last_open(s0[order], e0[order], new)
+    parent = np.full(rows, -1, np.int64)
+    has = parent_sorted >= 0
+    parent[order[has]] = order[parent_sorted[has]]
+    depth = np.zeros(rows, np.int64)
+    up = parent.copy()
+    while (up >= 0).any():
+        depth += up >= 0
+        up = np.where(up >= 0, parent[np.maximum(up, 0)], -1)
+    return parent, depth

@@ -20,6 +20,22 @@ put in one class:
 The first three are *regions*, the rest *leaves*. At an instant the *innermost* event of a
 set is the covering one that started last (ties: the one that ends first): on one thread
 ranges nest, so that is the deepest; across threads it is the most recent.
+
+**The host account** (:func:`owners`, :func:`account`) is the one answer to "what was the
+host doing at this instant", used by the idle causes (:mod:`.idle`, over the whole
+process), the critical path's host segments (:mod:`traceprobe.graph`, thread by thread)
+and the HTML lanes. At each instant it holds the innermost region, the innermost sync
+call and the innermost other leaf covering it; the instant's class is, first rule first:
+
+1. the innermost region's class (``dataloader``, ``optimizer``, ``region``);
+2. ``sync`` when a sync call covers it;
+3. the innermost leaf's class (``runtime``, or ``cpu_op``: that op's *self* time);
+4. ``python`` — "Python (untraced)": no event at all (the interpreter ran code the
+   profiler does not record, or the thread slept).
+
+The critical path refines rule 1 for plain ``region``s (:data:`PATH_CLASSES`): inside the
+user's own ``record_function`` range it reports what ran inside (rules 2-4) and names the
+region, as the idle causes' ``children`` do.
 """
 
 from __future__ import annotations
@@ -36,6 +52,8 @@ LEAF_CLASSES = ("sync", "runtime", "cpu_op")
 RUNTIME_KINDS = frozenset({"cuda_runtime", "cuda_driver"})
 SYNC_OPS = frozenset({"aten::_local_scalar_dense", "aten::item"})
 STEP_PREFIX = "ProfilerStep#"
+UNTRACED = "Python (untraced)"  # the account's name for time no event covers
+ACCOUNT_CLASSES = ("dataloader", "optimizer", "region", "sync", "runtime", "cpu_op", "python")
 
 
 @dataclass(frozen=True)
@@ -47,6 +65,7 @@ class HostEvents:
     start: np.ndarray  # int64
     end: np.ndarray
     win: np.ndarray | None = None  # int64 window index of each event (a cut frame), else None
+    tid: np.ndarray | None = None  # int64 thread of each event
 
     def where(self, classes: tuple[str, ...]) -> np.ndarray:
         return np.isin(self.cls, classes)
@@ -58,9 +77,30 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
         z = np.empty(0, np.int64)
         return HostEvents(np.empty(0, object), np.empty(0, object), z, z, z)
     mine = cpu["pid"].to_numpy() == pid  # columns at the mask, not a copy of the frame
-    kind = cpu["kind"].to_numpy(dtype=object)[mine]
     name = cpu["name"].to_numpy(dtype=object)[mine]
+    cls = _classes(cpu["kind"].to_numpy(dtype=object)[mine], name)
+    keep = cls != ""
+    return HostEvents(
+        name=name[keep],
+        cls=cls[keep],
+        start=cpu["start"].to_numpy(dtype=np.int64)[mine][keep],
+        end=cpu["end"].to_numpy(dtype=np.int64)[mine][keep],
+        win=win_of(cpu)[mine][keep],
+        tid=cpu["tid"].to_numpy(dtype=np.int64)[mine][keep],
+    )
+
+
+def classify(cpu: pd.DataFrame) -> np.ndarray:
+    """The class (module docstring) of every row of ``cpu``, whatever its process; "" for
+    rows of no class (the ``ProfilerStep#N`` ranges, Python functions, GPU-side
+    annotations). The one classification: :func:`host_events` and the HTML lanes use it."""
+    return _classes(cpu["kind"].to_numpy(dtype=object), cpu["name"].to_numpy(dtype=object))
+
+
+def _classes(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
     cls = np.full(len(kind), "", object)
+    if not len(kind):
+        return cls
     inverse, names = pd.factorize(name)  # each distinct name once (hashing, not sorting)
     names = names.astype(str)
     is_dl = np.array(["DataLoader" in n for n in names], bool)[inverse]
@@ -78,14 +118,122 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
     cls[leaf & op & ~is_step] = "cpu_op"
     cls[leaf & rt] = "runtime"
     cls[leaf & ((rt & is_sync_name) | (op & is_sync_op) | (kind == "cuda_sync"))] = "sync"
-    keep = cls != ""
-    return HostEvents(
-        name=name[keep],
-        cls=cls[keep],
-        start=cpu["start"].to_numpy(dtype=np.int64)[mine][keep],
-        end=cpu["end"].to_numpy(dtype=np.int64)[mine][keep],
-        win=win_of(cpu)[mine][keep],
-    )
+    return cls
+
+
+@dataclass(frozen=True)
+class Owners:
+    """The host account on the elementary segments ``[bounds[i], bounds[i+1])``: the
+    innermost region, sync call and other leaf covering each (event indices, -1 none)."""
+
+    bounds: np.ndarray
+    reg: np.ndarray
+    syn: np.ndarray
+    leaf: np.ndarray
+
+
+def owners(cls: np.ndarray, s: np.ndarray, e: np.ndarray, rank: np.ndarray,
+           bounds: np.ndarray) -> Owners:
+    """The account's owners of each segment of ``bounds`` among events of classes ``cls``
+    covering ``[s, e)`` (``rank``: the innermost rule's order; :func:`innermost`)."""
+
+    def owner(classes: tuple[str, ...]) -> np.ndarray:
+        idx = np.flatnonzero(np.isin(cls, classes))
+        o = innermost(bounds, s[idx], e[idx], rank[idx])
+        return np.where(o >= 0, idx[np.maximum(o, 0)] if idx.size else o, -1)
+
+    return Owners(bounds, owner(REGION_CLASSES), owner(("sync",)),
+                  owner(tuple(c for c in LEAF_CLASSES if c != "sync")))
+
+
+@dataclass(frozen=True)
+class Account:
+    """One thread's account: segments ``[start[i], end[i])`` tiling ``[lo, hi)`` with a
+    class (:data:`ACCOUNT_CLASSES`, the path's refinement: :func:`account`) and a name (the
+    owning event's; inside a user region ``"region / inner"``; :data:`UNTRACED` for none)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    cls: np.ndarray  # object
+    name: np.ndarray  # object
+
+    def time_in(self, cls: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per interval ``[lo[i], hi[i])``: its time of class ``cls`` (int64 ns)."""
+        lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+        if not len(self.start):
+            return np.zeros(len(lo), np.int64)
+        on = (self.cls == cls).astype(np.int64)
+        cum = np.r_[0, np.cumsum((self.end - self.start) * on)]
+
+        def upto(t: np.ndarray) -> np.ndarray:
+            t = np.clip(t, self.start[0], self.end[-1])
+            k = np.clip(np.searchsorted(self.start, t, side="right") - 1, 0, len(on) - 1)
+            return cum[k] + (t - self.start[k]) * on[k]
+
+        return np.maximum(upto(hi) - upto(lo), 0)
+
+    def pieces(self, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
+        """``[lo, hi)`` cut by the account: (start, end, class, name), merged runs."""
+        if hi <= lo:
+            return []
+        a = max(int(np.searchsorted(self.end, lo, side="right")), 0)
+        b = int(np.searchsorted(self.start, hi, side="left"))
+        out: list[tuple[int, int, str, str]] = []
+        for s, e, c, n in zip(self.start[a:b].tolist(), self.end[a:b].tolist(),
+                              self.cls[a:b].tolist(), self.name[a:b].tolist(), strict=True):
+            s, e = max(s, lo), min(e, hi)
+            if e <= s:
+                continue
+            if out and out[-1][2] == c and out[-1][3] == n and out[-1][1] == s:
+                out[-1] = (out[-1][0], e, c, n)
+            else:
+                out.append((s, e, c, n))
+        if not out or out[0][0] > lo or out[-1][1] < hi:  # outside the account: untraced
+            out = [(lo, out[0][0], "python", UNTRACED)] * bool(out and out[0][0] > lo) + out
+            if not out:
+                return [(lo, hi, "python", UNTRACED)]
+            if out[-1][1] < hi:
+                out.append((out[-1][1], hi, "python", UNTRACED))
+        return out
+
+
+def account(ev: HostEvents, lo: int, hi: int, whole: bool = False) -> dict[int, Account]:
+    """Per thread of ``ev`` (one window): its account over ``[lo, hi)`` (module docstring),
+    with the path's refinement of rule 1: a plain ``region`` reports the class of what runs
+    inside it (rules 2-4) named ``"region / inner"``; ``dataloader`` and ``optimizer``
+    keep theirs. ``whole``: one account of the whole process (key -1), its threads as one,
+    as the idle causes read it."""
+    out: dict[int, Account] = {}
+    tid = ev.tid if ev.tid is not None else np.zeros(len(ev.start), np.int64)
+    if whole:
+        tid = np.full(len(ev.start), -1, np.int64)
+    for t in np.unique(tid).tolist():
+        m = np.flatnonzero(tid == t)
+        s, e, cls, name = ev.start[m], ev.end[m], ev.cls[m], ev.name[m]
+        rank = np.empty(m.size, np.int64)
+        rank[np.lexsort((-e, s))] = np.arange(m.size)
+        bounds = np.unique(np.concatenate([s, e, [lo, hi]]).clip(lo, hi).astype(np.int64))
+        o = owners(cls, s, e, rank, bounds)
+        inner = np.where(o.syn >= 0, o.syn, o.leaf)
+        has_in = inner >= 0
+        k = np.where(has_in, cls[np.maximum(inner, 0)], "python") if m.size else \
+            np.full(len(o.reg), "python", object)
+        nm = np.where(has_in, name[np.maximum(inner, 0)], UNTRACED) if m.size else \
+            np.full(len(o.reg), UNTRACED, object)
+        r = o.reg >= 0
+        rc = cls[np.maximum(o.reg, 0)] if m.size else k
+        phase = r & (rc != "region")
+        k = np.where(phase, rc, k)
+        nm = np.where(phase, name[np.maximum(o.reg, 0)] if m.size else nm, nm)
+        plain = r & (rc == "region")
+        if plain.any():
+            rn = name[o.reg[plain]]
+            nm[plain] = np.array([f"{a} / {b}" for a, b in zip(rn.tolist(), nm[plain].tolist(),
+                                                               strict=True)], object)
+            k = np.where(plain & ~has_in, "region", k)
+        out[int(t)] = Account(bounds[:-1], bounds[1:], np.asarray(k, object),
+                              np.asarray(nm, object))
+    return out
 
 
 def innermost(

@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceprobe.metrics.nesting import enclosing
+from traceprobe.metrics.regions import classify
 from traceprobe.timeline import Timeline
 
 MAX_EVENTS = 600_000
@@ -60,6 +62,8 @@ _HOST_KIND = {
     "gpu_user_annotation": "annotation",
     "python_function": "python",
 }
+_CLASS_KIND = {"dataloader": "dataloader", "optimizer": "annotation", "region": "annotation",
+               "sync": "sync", "runtime": "runtime", "cpu_op": "cpu_op"}
 # Optional frame columns shown on hover when the loaded frames have them: (label, unit).
 INFO_COLUMNS = {
     "grid": ("grid", ""),
@@ -227,35 +231,24 @@ def _host_table(cpu: pd.DataFrame, lo: int, names: dict[str, int], infos: dict[s
 
 
 def host_kinds(cpu: pd.DataFrame) -> np.ndarray:
-    """The page's kind of each host event: its category mapped (``cuda_runtime`` and
-    ``cuda_driver`` are runtime calls), and ops or annotations naming ``DataLoader``
-    are the DataLoader."""
+    """The page's kind of each host event: its class in the host account
+    (:func:`traceprobe.metrics.regions.classify`, the classification the report's idle causes
+    and critical path use; a region or the optimizer draws as an annotation), and for the
+    events of no class (Python functions, ``ProfilerStep`` and GPU-side annotations) their
+    category."""
+    cls = classify(cpu)
+    kind = np.array([_CLASS_KIND.get(c, "") for c in cls.tolist()], dtype=object)
     raw = cpu["kind"].to_numpy(dtype=object)
-    kind = np.array([_HOST_KIND.get(k, "other") for k in raw], dtype=object)
-    loader = cpu["name"].astype(str).str.contains("DataLoader", regex=False).to_numpy(dtype=bool)
-    return np.where(loader & ((kind == "cpu_op") | (kind == "annotation")), "dataloader", kind)
+    rest = np.array([_HOST_KIND.get(k, "other") for k in raw], dtype=object)
+    return np.where(kind == "", rest, kind)
 
 
 def nesting(row: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per event (sorted by row, start, -end): its depth on its row and the index of the
     event directly enclosing it (-1: none). An event that starts inside another is its
-    child, even if it outlives it; events of one depth never overlap."""
-    n = len(start)
-    depth = np.zeros(n, np.int64)
-    parent = np.full(n, -1, np.int64)
-    stack: list[int] = []
-    prev_row = -1
-    for i in range(n):
-        if row[i] != prev_row:
-            stack.clear()
-            prev_row = row[i]
-        s = start[i]
-        while stack and end[stack[-1]] <= s:
-            stack.pop()
-        if stack:
-            parent[i] = stack[-1]
-        depth[i] = len(stack)
-        stack.append(i)
+    child, even if it outlives it; events of one depth never overlap
+    (:func:`traceprobe.metrics.nesting.enclosing`)."""
+    parent, depth = enclosing(start, end, [row])
     return depth, parent
 
 

@@ -285,7 +285,7 @@ def _idle_causes(r: Mapping[str, Any]) -> Table | None:
     headers = ("GPU", "cause", "kind", "GPU idle", "share", "calls")
     notes = ["each idle nanosecond has one cause: the innermost region (DataLoader, optimizer, "
              "record_function), else a sync, else the innermost CPU op or runtime call, else "
-             "host idle; └ rows split a region by the innermost call inside it"]
+             "Python (untraced); └ rows split a region by the innermost call inside it"]
     return Table("Why the GPU was idle", headers, "rllrrr", rows, notes, code=frozenset({1}))
 
 

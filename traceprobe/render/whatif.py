@@ -1,8 +1,9 @@
 """What-if results (``traceprobe.whatif/1`` dicts) as text or Markdown.
 
-``render(result, fmt="text"|"markdown") -> str``: one line per step (measured, replayed,
-predicted, speedup), then a sentence saying what the change buys and what then bounds the
-step (the largest category on the predicted critical path).
+``render(result, fmt="text"|"markdown") -> str``: one line per step (measured, its period,
+the predicted period, speedup; "-" and a note where the replay's model does not hold for the
+step), then a sentence saying what the change buys and what then bounds the step (the
+predicted critical path's ``bound_by``).
 """
 
 from __future__ import annotations
@@ -17,16 +18,28 @@ def _bound(cp: Mapping[str, Any] | None) -> str:
     if not cp or not cp.get("length_us"):
         return "nothing"
     br = cp.get("breakdown") or {}
-    top = max(br, key=lambda k: br[k]) if br else None
+    top = cp.get("bound_by") or (max(br, key=lambda k: br[k]) if br else None)
     if top is None:
         return "nothing"
-    return f"{top} ({br[top] / cp['length_us']:.0%} of the path)"
+    gpu = ("kernel", "communication", "copy", "sync_wait")
+    share = sum(br.get(k, 0.0) for k in gpu) if top == "GPU" else br.get(top, 0.0)
+    return f"{top} ({share / cp['length_us']:.0%} of the path)"
+
+
+def _times(w: Mapping[str, Any]) -> tuple[float, float]:
+    """(measured, predicted): the periods when the result has them, else the marker spans."""
+    if w.get("period_us") is not None and w.get("predicted_period_us") is not None:
+        return float(w["period_us"]), float(w["predicted_period_us"])
+    return float(w.get("measured_us") or 0.0), float(w.get("predicted_us") or 0.0)
 
 
 def sentence(w: Mapping[str, Any], scenarios: list[str]) -> str:
     what = " + ".join(scenarios) if scenarios else "no change"
-    m, p = w.get("measured_us") or 0.0, w.get("predicted_us") or 0.0
+    m, p = _times(w)
     step = "the trace" if w.get("step") is None else f"step {w['step']}"
+    if w.get("model_holds") is False:
+        return (f"{what}: no prediction for {step}, the replay's model does not hold there "
+                f"({w.get('why_not')}).")
     if not scenarios:
         gain = "replays it as measured"
     elif p < m:
@@ -44,17 +57,20 @@ def sentence(w: Mapping[str, Any], scenarios: list[str]) -> str:
 def render(result: Mapping[str, Any], fmt: str = "text") -> str:
     scen = list(result.get("scenarios") or [])
     ws = list(result.get("windows") or [])
-    head = ("step", "measured", "replayed", "predicted", "speedup")
+    head = ("step", "measured", "period", "predicted", "speedup")
     rows = []
+    notes = list(result.get("notes") or [])
     for w in ws:
         sp = w.get("speedup")
+        m, p = _times(w)
         rows.append((
             "all" if w.get("step") is None else str(w["step"]),
-            fmt_time(w.get("measured_us")), fmt_time(w.get("replayed_us")),
-            fmt_time(w.get("predicted_us")), "-" if sp is None else f"{sp:.2f}x",
+            fmt_time(w.get("measured_us")), fmt_time(m), fmt_time(p),
+            "-" if sp is None else f"{sp:.2f}x",
         ))
+        if w.get("model_holds") is False:
+            notes.append(f"step {w.get('step')}: the model does not hold ({w.get('why_not')})")
     title = f"what if: {' + '.join(scen) if scen else 'no change'}"
-    notes = list(result.get("notes") or [])
     if fmt == "markdown":
         out = [f"# {title}", "", f"Trace: `{result.get('trace')}`", ""]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -70,8 +86,8 @@ def render(result: Mapping[str, Any], fmt: str = "text") -> str:
     lines.append("")
     lines += [f"  {sentence(w, scen)}" for w in ws[:1]]
     if len(ws) > 1:
-        tot_m = sum(w.get("measured_us") or 0 for w in ws)
-        tot_p = sum(w.get("predicted_us") or 0 for w in ws)
+        tot_m = sum(_times(w)[0] for w in ws)
+        tot_p = sum(_times(w)[1] for w in ws)
         if tot_p > 0:
             lines.append(f"  Over all {len(ws)} steps: {fmt_time(tot_m)} measured, "
                          f"{fmt_time(tot_p)} predicted ({tot_m / tot_p:.2f}x).")

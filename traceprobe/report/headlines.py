@@ -11,6 +11,8 @@ order: what the GPUs did, what overlapped, what the host did). A median over few
 
 from __future__ import annotations
 
+import re
+
 from traceprobe.report.model import Report
 
 MAX_PAIRS = 3  # more device pairs than this are summarised in one sentence
@@ -18,6 +20,15 @@ MAX_LAUNCH_BOUND = 3
 BUSY_ENOUGH = 0.9  # above this utilization a device's idle time gets no sentence
 MATERIAL = 0.01  # a finding must put at least this share of the window at stake
 MIN_SAMPLE = 5  # fewer values than this: no median in a headline
+# kernel classes of the GPU-bound headline: the first pattern a kernel's name matches
+KERNEL_CLASSES = (
+    ("communication", re.compile(r"nccl|rccl", re.I)),
+    ("attention", re.compile(r"fmha|flash|attention|softmax", re.I)),
+    ("convolution", re.compile(r"conv|cudnn|wgrad|dgrad|fprop|implicit_gemm", re.I)),
+    ("GEMM", re.compile(r"gemm|xmma|cutlass|nvjet|cublas|matmul", re.I)),
+    ("reduction", re.compile(r"reduce|norm", re.I)),
+    ("elementwise", re.compile(r"elementwise|vectorized|unrolled|pointwise|triton", re.I)),
+)
 KIND_WORDS = {"dataloader": "the DataLoader", "optimizer": "the optimizer",
               "region": "the region", "cpu_op": "CPU op", "runtime": "runtime call"}
 
@@ -56,8 +67,8 @@ def headlines(r: Report) -> tuple[str, ...]:
         out += [line for _, line in _dataloader(r)]
         return tuple(out)
     found: list[tuple[float, str]] = []
-    for part in (_devices, _cross_device, _copies_and_comm, _bandwidth, _dataloader, _streams,
-                 _serial, _launch, _precision):
+    for part in (_devices, _gpu_bound, _cross_device, _copies_and_comm, _bandwidth, _dataloader,
+                 _streams, _serial, _launch, _precision):
         found += part(r)
     floor = MATERIAL * r.span_ns
     ranked = sorted(enumerate(found), key=lambda t: (-t[1][0], t[0]))
@@ -89,6 +100,34 @@ def _devices(r: Report) -> list[tuple[float, str]]:
             line += f"; main cause: {cause_phrase(top[0])}"
         out.append((d.idle_ns, line))
     return out
+
+
+def kernel_class(name: str) -> str:
+    """The class (:data:`KERNEL_CLASSES`) of a GPU op's name; copies and memsets are "copy"."""
+    if name.startswith(("Memcpy", "Memset")):
+        return "copy"
+    return next((c for c, rx in KERNEL_CLASSES if rx.search(name)), "other")
+
+
+def _gpu_bound(r: Report) -> list[tuple[float, str]]:
+    """When the critical path is bound by the GPU: its GPU share and the kernel classes that
+    fill that GPU time (the three largest)."""
+    cp = r.critical_path
+    if not cp or cp.get("bound_by") != "GPU" or not cp.get("length_us"):
+        return []
+    by: dict[str, float] = {}
+    for seg in cp["segments"]:
+        if seg["kind"] in ("kernel", "communication", "copy"):
+            c = kernel_class(str(seg["name"]))
+            by[c] = by.get(c, 0.0) + seg["end_us"] - seg["start_us"]
+    gpu = sum(cp["breakdown"][k] for k in ("kernel", "communication", "copy", "sync_wait"))
+    work = sum(by.values())
+    if not work:
+        return []
+    top = sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    classes = ", ".join(f"{c} {percent(v / work)}" for c, v in top)
+    return [(gpu * 1000, f"The GPU bounds the critical path: {percent(gpu / cp['length_us'])} "
+             f"of it is GPU work ({classes} of the kernel time on it)")]
 
 
 def _cross_device(r: Report) -> list[tuple[float, str]]:
@@ -193,14 +232,17 @@ def _launch(r: Report) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = []
     bound = [g for g in r.host.kernel_gaps if g.launch_bound]
     for g in bound[:MAX_LAUNCH_BOUND]:
-        out.append((g.host_late_gaps * (g.host_late_p50_ns or 0),
-            f"Kernels on {_gpu(g.device)} stream {g.stream} are launch-bound: median kernel "
+        share = percent(g.host_late_ns / r.span_ns if r.span_ns else None)
+        out.append((g.host_late_ns,
+            f"Kernels on {_gpu(g.device)} stream {g.stream} are launch-bound: "
+            f"{g.host_late_gaps} of {g.gaps} gaps waited for the host, "
+            f"{duration(g.host_late_ns)}, {share} of the window (median kernel "
             f"{duration(g.kernel_p50_ns or 0)}, median host-late gap "
-            f"{duration(g.host_late_p50_ns or 0)} over {g.host_late_gaps} gaps"
+            f"{duration(g.host_late_p50_ns or 0)})"
         ))
     if len(bound) > MAX_LAUNCH_BOUND:
         more = len(bound) - MAX_LAUNCH_BOUND
-        stake = sum(g.host_late_gaps * (g.host_late_p50_ns or 0) for g in bound[MAX_LAUNCH_BOUND:])
+        stake = float(sum(g.host_late_ns for g in bound[MAX_LAUNCH_BOUND:]))
         out.append((stake, f"{more} more stream{' is' if more == 1 else 's are'} launch-bound"))
     lat = r.host.launch_latency
     n = lat.unqueued_count

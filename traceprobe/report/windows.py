@@ -93,7 +93,7 @@ def _reports(
     comm = comm_compute_by_window(gpu, devices, n)
     idle = idle_causes_by_window(busy, host, windows)
     latency = launch_latency_by_window(gpu, cpu, n)
-    gaps = kernel_gaps_by_window(gpu, devices, cpu, n)
+    gaps = kernel_gaps_by_window(gpu, devices, cpu, windows)
     serials = serial_by_window(busy, streams, gpu_span)
     kernels = top_kernels_by_window(gpu, devices, n)
     ops = top_ops_by_window(cpu, n)
