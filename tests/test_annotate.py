@@ -225,9 +225,9 @@ def test_writing_refuses_the_input_and_existing_files(tmp_path: Path) -> None:
 
     src = builder_trace().write(tmp_path / "t.json")
     doc = annotate(load(src), src)
-    with pytest.raises(OutputError, match="input trace"):
+    with pytest.raises(OutputError, match="is an input"):
         write_annotated(doc, src, source=src, force=True)
-    with pytest.raises(OutputError, match="input trace"):
+    with pytest.raises(OutputError, match="is an input"):
         check_output(tmp_path / "." / "t.json", src, force=True)
     with pytest.raises(OutputError, match=r"\.json or \*\.json\.gz"):
         check_output(tmp_path / "t.txt", src)
@@ -256,7 +256,7 @@ def test_cli(tmp_path: Path) -> None:
     assert "will not overwrite without --force" in again.output
     assert runner.invoke(cli, ["annotate", str(src), "-o", str(out), "--force"]).exit_code == 0
     over_input = runner.invoke(cli, ["annotate", str(src), "-o", str(src), "--force"])
-    assert over_input.exit_code == 4 and "input trace" in over_input.output
+    assert over_input.exit_code == 4 and "is an input" in over_input.output
 
     help_text = runner.invoke(cli, ["annotate", "--help"]).output
     assert "Example:" in help_text and "traceprobe annotate" in help_text

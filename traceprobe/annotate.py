@@ -227,11 +227,9 @@ def check_output(path: str | os.PathLike[str], source: str | os.PathLike[str] | 
                  *, force: bool = False) -> None:
     """Raise before any work when ``path`` cannot be the annotated copy of ``source``."""
     p = Path(path)
-    if not p.name.endswith(SUFFIXES):
+    if not p.name.endswith(SUFFIXES) and not output.is_device(p):
         raise OutputError(f"Cannot write {p}: name the annotated trace *.json or *.json.gz")
-    if source is not None and _same_file(p, Path(source)):
-        raise OutputError(f"Will not write over the input trace {source}; choose another output")
-    output.check_target(p, force=force)
+    output.check_outputs([p], [] if source is None else [source], force=force)
 
 
 def write_annotated(doc: dict[str, Any], path: str | os.PathLike[str], *,
@@ -256,6 +254,7 @@ class Summary:
     tracks: int
     events: int
     bytes: int
+    timeline: Timeline | None = None  # what was loaded: its salvage and lenient-read notes
 
 
 def annotate_file(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
@@ -269,16 +268,7 @@ def annotate_file(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
     added = [e for e in doc["traceEvents"] if isinstance(e, dict)]
     n = write_annotated(doc, out, source=trace, force=force)
     return Summary(str(out), sum(1 for e in added if e.get("name") == "thread_name"),
-                   sum(1 for e in added if e.get("ph") == "X"), n)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
+                   sum(1 for e in added if e.get("ph") == "X"), n, timeline)
 
 
 __all__ = ["Summary", "Track", "annotate", "annotate_file", "annotation_events", "check_output",

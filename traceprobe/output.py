@@ -2,9 +2,14 @@
 
 Every command writes through here::
 
-    check_target(path, force=force)          # fail early, before any work
-    check_not_input(path, inputs)            # never over a file the command reads
+    check_outputs(files, dirs, inputs, force=force)  # fail early, before any work:
+                                             # exists/--force, writable, never an input
     write_text(path, text, force=force)      # "-" or None: stdout
+
+(:func:`check_outputs` is :func:`check_target` / :func:`check_directory` and
+:func:`check_not_input` for every output of one command; the CLI's output options
+call it once.) A character device (``-o /dev/null``, a terminal) is written as a
+stream, in place, without ``--force``: it is never renamed over or replaced.
 
 A file is written to a temporary file in the same directory and moved into place
 with ``os.replace``, so a reader (or a crash) never sees half a file. Without
@@ -24,9 +29,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,50 @@ from traceprobe.errors import OutputError
 from traceprobe.urls import describe, is_url, protocol
 
 STDOUT = "-"
+PATH_MAX = 4096  # Linux's limit on a path given to a system call, NUL included
+
+
+# control characters (C0 but tab and newline, DEL, C1) and bidirectional overrides: shown
+# as \uXXXX, which is also a JSON escape of the same character (a JSON string stays valid)
+_UNSAFE = [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0),
+           *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_PRINTABLE = {c: f"\\u{c:04x}" for c in _UNSAFE}
+_ONE_LINE = {**_PRINTABLE, 0x0A: "\\u000a", 0x09: " "}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters and escape sequences made visible (``\\u001b``):
+    a name from a trace cannot clear the screen, set the window title or fake a line."""
+    return text.translate(_PRINTABLE)
+
+
+def one_line(text: str) -> str:
+    """:func:`printable`, and a newline too (a message is one line, whatever a file name
+    holds)."""
+    return text.translate(_ONE_LINE)
+
+
+def printable_data(obj: Any) -> Any:
+    """A copy of a report dict (lists, dicts, strings) with every string :func:`printable`:
+    for a renderer that adds terminal colour codes of its own afterwards."""
+    if isinstance(obj, str):
+        return printable(obj)
+    if isinstance(obj, dict):
+        return {k: printable_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [printable_data(v) for v in obj]
+    return obj
+
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with ``= + - @`` (or a tab or
+    CR) gets a leading ``'`` (OWASP's advice), so a kernel name is never run as a formula;
+    control characters are made visible as in :func:`printable`."""
+    value = printable(value)
+    return "'" + value if value.startswith(_FORMULA) else value
 
 
 def is_stdout(path: str | os.PathLike[str] | None) -> bool:
@@ -42,6 +92,38 @@ def is_stdout(path: str | os.PathLike[str] | None) -> bool:
 
 def exists_message(path: str | os.PathLike[str]) -> str:
     return f"File already exists, will not overwrite without --force: {path}"
+
+
+def is_device(path: str | os.PathLike[str] | None) -> bool:
+    """True for a character device (``/dev/null``, a terminal): written as a stream."""
+    if is_stdout(path) or is_url(path):
+        return False
+    assert path is not None
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def check_outputs(
+    files: Iterable[str | os.PathLike[str] | None],
+    inputs: Iterable[str | os.PathLike[str]],
+    *,
+    directories: Mapping[str | os.PathLike[str], Sequence[str]] | None = None,
+    force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Every check of one command's outputs, before any work: each of ``files`` (None or
+    ``-``: stdout) and each ``directory -> names`` can be written (:func:`check_target`,
+    :func:`check_directory`) and none is one of ``inputs`` (:func:`check_not_input`)."""
+    inputs = list(inputs)
+    for f in files:
+        check_target(f, force=force, storage_options=storage_options)
+        check_not_input(f, inputs)
+    for d, names in (directories or {}).items():
+        check_directory(d, list(names), force=force)
+        for name in names:
+            check_not_input(Path(d) / name, inputs)
 
 
 def check_target(
@@ -53,6 +135,7 @@ def check_target(
     """Raise OutputError now if writing ``path`` later would fail or overwrite.
 
     Commands call this before loading anything, so a refused output costs nothing.
+    A character device is written in place as a stream: no ``--force`` needed.
     """
     if is_stdout(path):
         return
@@ -62,6 +145,10 @@ def check_target(
         return
     p = Path(path)
     _check_path(p)
+    if is_device(p):
+        if not os.access(p, os.W_OK):
+            raise OutputError(f"Cannot write {p}: the device is not writable")
+        return
     if p.is_dir():
         raise OutputError(f"{p} is a directory; give a file name for the output")
     if p.exists() and not force:
@@ -111,6 +198,11 @@ def check_not_input(
 
 def _check_path(p: Path) -> None:
     """A path the file system cannot hold at all: say so in one line."""
+    if len(os.fsencode(str(p))) >= PATH_MAX or "\0" in str(p):
+        raise OutputError(
+            f"Cannot write {str(p)[:60]}...: the path is over {PATH_MAX - 1} bytes or holds "
+            "a NUL; use a shorter path"
+        )
     for part in p.parts:
         if len(os.fsencode(part)) > 255:
             raise OutputError(
@@ -133,9 +225,14 @@ def write_text(
     *,
     force: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    raw: bool = False,
 ) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically; ``-`` or None means stdout; an fsspec
-    URL goes to :func:`write_url`."""
+    URL goes to :func:`write_url`. Control characters are made visible (:func:`printable`)
+    unless ``raw`` (text whose names were made printable before the renderer added its own
+    colour codes)."""
+    if not raw:
+        text = printable(text)
     if is_stdout(path):
         _write_stdout(text)
         return
@@ -155,6 +252,7 @@ def write_pieces(
 ) -> None:
     """Write UTF-8 text given in ``pieces`` (each whole characters) as :func:`write_text`
     writes their concatenation, holding one piece at a time."""
+    pieces = (printable(p.decode("utf-8")).encode("utf-8") for p in pieces)
     if is_stdout(path):
         for piece in pieces:
             _write_stdout(piece.decode("utf-8"))
@@ -173,6 +271,9 @@ def write_bytes(
     file unless ``force``."""
     p = Path(path)
     check_target(p, force=force)
+    if is_device(p):
+        _write_device(p, data)
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     except OSError as e:
@@ -190,6 +291,24 @@ def write_bytes(
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _write_device(p: Path, data: bytes | Iterable[bytes]) -> None:
+    """A character device: opened for writing as it is (never created, renamed or
+    truncated into a file) and written as a stream."""
+    try:
+        fd = os.open(p, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        try:
+            if not stat.S_ISCHR(os.fstat(fd).st_mode):  # swapped for something else meanwhile
+                raise OutputError(f"Cannot write {p}: it is no longer a device; run again")
+            for piece in [data] if isinstance(data, (bytes, bytearray)) else data:
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise OutputError(f"Cannot write {p}: {e.strerror or e}") from e
 
 
 def _move_into_place(tmp: Path, dest: Path, *, force: bool) -> None:

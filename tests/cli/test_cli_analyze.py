@@ -201,7 +201,8 @@ def test_steps(tmp_path):
     t.kernel("k2", ts=22, dur=4)
     path = t.write(tmp_path / "steps.json")
     r = json.loads(run("analyze", path, "-f", "json", "--step", "2").stdout)
-    assert r["window"] == {"start_us": 20.0, "end_us": 40.0, "step": 2, "basis": "step"}
+    assert r["window"] == {"start_us": 20.0, "end_us": 40.0, "step": 2, "basis": "step",
+                           "start_ns": 20_000, "end_ns": 40_000}
     assert r["devices"][0]["busy_us"] == 4.0
     r = json.loads(run("analyze", path, "-f", "json", "--step", "all").stdout)
     assert [s["window"]["step"] for s in r["steps"]] == [1, 2]

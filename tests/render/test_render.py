@@ -58,7 +58,8 @@ def make_report() -> dict[str, Any]:
         "trace": "runs/two_gpus.pt.trace.json.gz",
         "format": "kineto",
         "rank": 0,
-        "window": {"start_us": 1000.0, "end_us": 11000.0, "step": None, "basis": "steps"},
+        "window": {"start_us": 1000.0, "end_us": 11000.0, "step": None, "basis": "steps",
+                   "start_ns": 1_000_000, "end_ns": 11_000_000},
         "span_us": 10000.0,
         "gpu_span_us": 9500.0,
         "counts": {"kernels": 220, "memcpys": 8, "memsets": 0, "cpu_ops": 350,
@@ -231,7 +232,8 @@ def make_step(report: dict[str, Any], step: int, start: float, span: float) -> d
     """A per-step object of ``--step all``: the report's keys minus steps and headlines."""
     per_trace = ("steps", "headlines", "warnings", "efficiency")
     s = copy.deepcopy({k: v for k, v in report.items() if k not in per_trace})
-    s["window"] = {"start_us": start, "end_us": start + span, "step": step, "basis": "step"}
+    s["window"] = {"start_us": start, "end_us": start + span, "step": step, "basis": "step",
+                   "start_ns": round(start * 1000), "end_ns": round((start + span) * 1000)}
     s["span_us"] = span
     for d in s["devices"]:
         d["busy_us"] = d["busy_us"] * span / report["span_us"]

@@ -112,7 +112,8 @@ def test_to_dict_values_are_microseconds() -> None:
     d = analyze(_rich()).to_dict()
     assert d["schema"] == SCHEMA == "traceprobe.report/1"
     assert (d["trace"], d["format"], d["rank"]) == ("rich.json", "kineto", 3)
-    assert d["window"] == {"start_us": 0.0, "end_us": 7.0, "step": None, "basis": "steps"}
+    assert d["window"] == {"start_us": 0.0, "end_us": 7.0, "step": None, "basis": "steps",
+                           "start_ns": 0, "end_ns": 7000}
     assert (d["span_us"], d["gpu_span_us"]) == (7.0, 5.6)
     assert d["counts"] == {
         "kernels": 6,
@@ -168,7 +169,8 @@ def test_step_n_analyses_only_that_window() -> None:
     # device 1 has no work in step 2 but is still listed (it has activity in the trace)
     assert [d.device for d in r.devices] == [0, 1]
     assert r.device(1).busy_ns == 0
-    assert r.to_dict()["window"] == {"start_us": 3.0, "end_us": 7.0, "step": 2, "basis": "step"}
+    assert r.to_dict()["window"] == {"start_us": 3.0, "end_us": 7.0, "step": 2, "basis": "step",
+                                     "start_ns": 3000, "end_ns": 7000}
 
 
 def test_zero_length_event_on_a_step_boundary_belongs_to_the_later_step() -> None:

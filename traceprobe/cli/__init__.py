@@ -12,11 +12,14 @@ import difflib
 import gc
 import importlib
 import os
+import signal
 import sys
+from typing import Any
 
 import click
 
 from traceprobe.errors import TraceprobeError
+from traceprobe.output import one_line
 
 INTERNAL_ERROR = 70  # a bug in traceprobe (EX_SOFTWARE); documented in README "Exit codes"
 
@@ -25,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "analyze": ("traceprobe.cli.analyze", "analyze", "Measure overlap in profiler traces."),
     "record": ("traceprobe.cli.record", "record", "Run the experiments under torch.profiler."),
     "verify": ("traceprobe.cli.verify", "verify", "Verdicts on the recorded experiments' claims."),
+    "ranks": ("traceprobe.cli.ranks", "ranks", "Summarise many ranks of one job."),
     "compare": ("traceprobe.cli.compare", "compare", "Two traces side by side."),
     "check": ("traceprobe.cli.check", "check", "Fail when a trace misses expectations (CI)."),
     "annotate": ("traceprobe.cli.annotate", "annotate", "Copy a trace with overlap/idle tracks."),
@@ -57,6 +61,21 @@ class LazyGroup(click.Group):
             ctx.fail(f"No such command '{name}'.{hint}")
         return super().resolve_command(ctx, args)
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kw: Any) -> Any:  # type: ignore[override]
+        """As click's, but a usage error is one ``traceprobe: error:`` line (click prints
+        a block of usage, a hint and the error), with control characters made visible."""
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kw)  # type: ignore[call-overload]
+        try:
+            rv = super().main(*args, standalone_mode=False, **kw)  # type: ignore[call-overload]
+        except click.exceptions.ClickException as e:
+            click.echo(usage_line(e), err=True)
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("traceprobe: aborted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         also = {c: a for a, c in ALIASES.items()}
         rows = [(f"{name}, {also[name]}" if name in also else name, COMMANDS[name][2])
@@ -68,7 +87,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except TraceprobeError as e:
-            click.echo(f"traceprobe: error: {e}", err=True)
+            click.echo(f"traceprobe: error: {one_line(str(e))}", err=True)
             ctx.exit(e.exit_code)
         except KeyboardInterrupt:
             click.echo("traceprobe: interrupted", err=True)
@@ -80,8 +99,9 @@ class LazyGroup(click.Group):
                 raise
             where = f" in {ctx.invoked_subcommand}" if ctx.invoked_subcommand else ""
             click.echo(
-                f"traceprobe: internal error{where}: {type(e).__name__}: {e}; this is a bug in "
-                "traceprobe: please report it (TRACEPROBE_DEBUG=1 shows the traceback)",
+                f"traceprobe: internal error{where}: {type(e).__name__}: {one_line(str(e))}; "
+                "this is a bug in traceprobe: please report it (TRACEPROBE_DEBUG=1 shows the "
+                "traceback)",
                 err=True,
             )
             ctx.exit(INTERNAL_ERROR)
@@ -98,6 +118,15 @@ def cli() -> None:
     """
 
 
+def usage_line(e: click.exceptions.ClickException) -> str:
+    """``traceprobe: error: MESSAGE See 'traceprobe CMD --help'.`` on one line."""
+    ctx = getattr(e, "ctx", None)
+    where = ctx.command_path if ctx is not None else "traceprobe"
+    hint = f" See '{where} --help'." if isinstance(e, click.exceptions.UsageError) else ""
+    message = one_line(e.format_message())
+    return f"traceprobe: error: {message}{hint}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of raising SystemExit.
 
@@ -106,11 +135,29 @@ def main(argv: list[str] | None = None) -> int:
     garbage collections, which would otherwise walk everything pandas and numpy
     created (about 0.07 s); they are still freed as usual.
     """
+    previous = _on_sigterm()
     try:
         return _main(argv)
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if argv is None:
             gc.freeze()
+
+
+def _on_sigterm() -> Any:
+    """SIGTERM ends the command as Ctrl-C does: through ``finally`` blocks, so that no
+    temporary file or folder of a half-written output is left (exit 143). Only in the
+    main thread (signals cannot be set elsewhere); returns the handler it replaced."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, terminated)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -120,7 +167,7 @@ def _main(argv: list[str] | None) -> int:
         click.echo("traceprobe: aborted", err=True)
         return 130
     except click.exceptions.ClickException as e:
-        e.show()
+        click.echo(usage_line(e), err=True)
         return e.exit_code
     except click.exceptions.Exit as e:
         return int(e.exit_code or 0)

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import click
 
+from traceprobe.cli.options import output_options
+
 
 @click.command("annotate")
 @click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", "out", required=True, metavar="OUT",
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="The annotated copy: *.json, or *.json.gz for gzip.")
-@click.option("--force", is_flag=True, help="Overwrite OUT if it exists (never TRACE itself).")
-def annotate(trace: Path, out: Path, force: bool) -> None:
+@output_options(None, what="the annotated copy (*.json, or *.json.gz for gzip)",
+                force_help="Overwrite an existing --output file (never TRACE itself).",
+                required=True)
+def annotate(trace: Path, output_path: str, force: bool) -> None:
     """Copy TRACE with traceprobe's findings added as tracks.
 
     The copy holds every original event unchanged plus two new processes:
@@ -36,14 +37,17 @@ def annotate(trace: Path, out: Path, force: bool) -> None:
         0  the copy was written
         2  usage error (bad option or argument)
         3  the trace could not be read or understood
-        4  OUT exists (use --force), is TRACE itself, or cannot be written
+        4  the output exists (use --force), is TRACE itself, or cannot be written
     """
     from traceprobe.annotate import annotate_file, check_output
+    from traceprobe.cli.notices import notices, say
 
+    out = Path(output_path)
     check_output(out, trace, force=force)  # refuse before loading anything
     summary = annotate_file(trace, out, force=force)
-    click.echo(
+    if summary.timeline is not None:
+        notices([summary.timeline])
+    say(
         f"wrote {summary.output}: {summary.events:,} events on {summary.tracks} new tracks "
-        f"({summary.bytes:,} bytes)",
-        err=True,
+        f"({summary.bytes:,} bytes)"
     )

@@ -16,6 +16,7 @@ import click
 from traceprobe import expect
 from traceprobe.cli.window import window_option
 from traceprobe.errors import ExpectationFailed, UsageError
+from traceprobe.output import printable
 
 
 def _help() -> str:
@@ -106,9 +107,9 @@ def check(
         outcomes.append((trace, expect.evaluate(data, expectations, baseline=baseline)))
 
     if fmt == "json":
-        click.echo(json.dumps(_as_json(outcomes, step), indent=2, ensure_ascii=False))
+        click.echo(printable(json.dumps(_as_json(outcomes, step), indent=2, ensure_ascii=False)))
     else:
-        click.echo(_as_text(outcomes, step), nl=False)
+        click.echo(printable(_as_text(outcomes, step)), nl=False)
 
     n_failed = sum(not r.passed for _, res in outcomes for r in res)
     if n_failed:  # each failure is listed above, once: the error line only counts them

@@ -14,41 +14,14 @@ from pathlib import Path
 import click
 
 from traceprobe import output
+from traceprobe.cli.options import output_options, pick_format
 from traceprobe.cli.window import window_option
 from traceprobe.errors import UsageError
 
+FORMATS = ["text", "json"]
 
-@click.command("compare")
-@click.argument("trace_a", metavar="A")
-@click.argument("trace_b", metavar="B")
-@click.option("--step", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Compare ProfilerStep N of each trace.  [default: the whole traces]")
-@window_option
-@click.option("--step-stat", type=click.Choice(["median", "p90", "mean"]), default="median",
-              show_default=True, help="The step statistic the step speedup and the verdicts "
-              "use.")
-@click.option("--batch-size", "batch", default=None, metavar="N[,M]",
-              help="Samples per step of A (and of B, if it differs): adds per-sample figures.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default=None,
-              help="Output format.  [default: json for an --output ending .json, else text]")
-@click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
-              show_default=True, help="Write to FILE ('-': standard output).")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
-@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
-              help="Show the N largest changes (text).")
-def compare(
-    trace_a: str,
-    trace_b: str,
-    step: int | None,
-    window: str,
-    step_stat: str,
-    batch: str | None,
-    fmt: str | None,
-    output_path: str,
-    force: bool,
-    top: int,
-) -> None:
-    """Compare two traces: speedup, per-GPU busy time, every overlap figure.
+
+HELP = """Compare two traces: speedup, per-GPU busy time, every overlap figure.
 
     A and B are trace files (.json or .json.gz), or directories holding one
     trace each. First the steps: B's median step against A's (--step-stat),
@@ -71,17 +44,45 @@ def compare(
         2  usage error (bad option, a directory without exactly one trace, no such step)
         3  a trace could not be read or understood
         4  the output exists (use --force), is one of the traces, or cannot be written
-    """
+"""
+
+
+@click.command("compare", help=HELP)
+@click.argument("trace_a", metavar="A")
+@click.argument("trace_b", metavar="B")
+@click.option("--step", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Compare ProfilerStep N of each trace.  [default: the whole traces]")
+@window_option
+@click.option("--step-stat", type=click.Choice(["median", "p90", "mean"]), default="median",
+              show_default=True, help="The step statistic the step speedup and the verdicts "
+              "use.")
+@click.option("--batch-size", "batch", default=None, metavar="N[,M]",
+              help="Samples per step of A (and of B, if it differs): adds per-sample figures.")
+@output_options(FORMATS, what="the comparison")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
+              help="Show the N largest changes (text).")
+def compare(
+    trace_a: str,
+    trace_b: str,
+    step: int | None,
+    window: str,
+    step_stat: str,
+    batch: str | None,
+    fmt: str | None,
+    output_path: str,
+    force: bool,
+    top: int,
+) -> None:
     from traceprobe import report as rp
     from traceprobe.comparison import compare as compare_reports
     from traceprobe.comparison import format_text
     from traceprobe.load import pipeline as loader
 
-    fmt = fmt or ("json" if Path(output_path).suffix.lower() == ".json" else "text")
+    fmt = pick_format(fmt, output_path, FORMATS)
     sizes = _batch_sizes(batch)
     output.check_target(output_path, force=force)
     files = [_one_trace(p, loader.find_traces) for p in (trace_a, trace_b)]
-    output.check_not_input(output_path, files)  # never over an input, whatever --force says
+    output.check_outputs([output_path], files, force=force)  # never over an input
     from traceprobe.cli.notices import notices
 
     if os.path.realpath(files[0]) == os.path.realpath(files[1]):  # load_many loads each once

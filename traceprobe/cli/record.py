@@ -50,7 +50,32 @@ def profiler_options(f: Callable[..., None]) -> Callable[..., None]:
     return f
 
 
-@click.command("record")
+HELP = """Run the D2L §12.3 experiments under torch.profiler and write traces + metadata.
+
+    Each WORKLOAD (all when none are given; NAME/VARIANT picks one variant) is recorded
+    into OUT/<workload>/<variant>/ as <worker>.<id>.pt.trace.json.gz files plus
+    traceprobe.meta.jsonc. A workload that wants more GPUs than the machine has runs on
+    what is there and says so. `scheduled` keeps its own schedule (wait 1, warmup 1,
+    active 3); the others use --wait/--warmup/--active/--repeat.
+
+    \b
+    Example:
+        traceprobe record --list
+        traceprobe record                      # everything, on every device present
+        traceprobe record copy dag/two-streams --out runs/h200 --record-shapes
+        traceprobe record --device cpu --force # the CPU fallback, over a previous run
+        tensorboard --logdir traceprobe-out    # with torch-tb-profiler installed
+
+    \b
+    Exit codes:
+        0  every variant was recorded
+        2  usage error (unknown workload or variant, bad option)
+        4  OUT has content (use --force) or cannot be written
+        5  torch missing, no CUDA for --device cuda, or a variant failed
+"""
+
+
+@click.command("record", help=HELP)
 @click.argument("workloads", nargs=-1, metavar="[WORKLOAD[/VARIANT]]...")
 @click.option(
     "--out",
@@ -99,29 +124,6 @@ def record(
     with_stack: bool,
     progress: bool,
 ) -> None:
-    """Run the D2L §12.3 experiments under torch.profiler and write traces + metadata.
-
-    Each WORKLOAD (all when none are given; NAME/VARIANT picks one variant) is recorded
-    into OUT/<workload>/<variant>/ as <worker>.<id>.pt.trace.json.gz files plus
-    traceprobe.meta.jsonc. A workload that wants more GPUs than the machine has runs on
-    what is there and says so. `scheduled` keeps its own schedule (wait 1, warmup 1,
-    active 3); the others use --wait/--warmup/--active/--repeat.
-
-    \b
-    Example:
-        traceprobe record --list
-        traceprobe record                      # everything, on every device present
-        traceprobe record copy dag/two-streams --out runs/h200 --record-shapes
-        traceprobe record --device cpu --force # the CPU fallback, over a previous run
-        tensorboard --logdir traceprobe-out    # with torch-tb-profiler installed
-
-    \b
-    Exit codes:
-        0  every variant was recorded
-        2  usage error (unknown workload or variant, bad option)
-        4  OUT has content (use --force) or cannot be written
-        5  torch missing, no CUDA for --device cuda, or a variant failed
-    """
     if list_:
         _list()
         return
@@ -133,26 +135,12 @@ def record(
     from traceprobe.record import Schedule, options
     from traceprobe.record import record as run_record
 
-    values = {
-        "out": out,
-        "device": device,
-        "scale": scale,
-        "wait": wait,
-        "warmup": warmup,
-        "active": active,
-        "repeat": repeat,
-        "plain-steps": plain_steps,
-    }
-    flags = {
-        "record-shapes": record_shapes,
-        "profile-memory": profile_memory,
-        "with-stack": with_stack,
-        "force": force,
-    }
+    values = {"out": out, "device": device, "scale": scale, "wait": wait, "warmup": warmup,
+              "active": active, "repeat": repeat, "plain-steps": plain_steps}
+    flags = {"record-shapes": record_shapes, "profile-memory": profile_memory,
+             "with-stack": with_stack, "force": force}
     command = [
-        "traceprobe",
-        "record",
-        *workloads,
+        "traceprobe", "record", *workloads,
         *(arg for k, v in values.items() for arg in (f"--{k}", str(v))),
         *(f"--{k}" for k, on in flags.items() if on),
     ]

@@ -11,19 +11,15 @@ from pathlib import Path
 import click
 
 from traceprobe import output
+from traceprobe.cli.options import output_options, pick_format
 
 DEFAULT_DIR = "traceprobe-out"
-_SUFFIX_FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown"}
+FORMATS = ["text", "json", "markdown"]
 
 
 @click.command("verify")
 @click.argument("directory", default=DEFAULT_DIR, required=False, metavar="[DIR]")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default=None,
-              help="Output format.  [default: from the --output suffix (.json, .md), else text]")
-@click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
-              show_default=True, help="Write the verdicts to FILE ('-': standard output).")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options(FORMATS, what="the verdicts")
 @click.option("--skip-bad", is_flag=True,
               help="Exit 0 when some variants cannot be read (each bad file is still named "
               "on stderr and its variant left out of the verdicts).")
@@ -59,19 +55,24 @@ def verify(directory: str, fmt: str | None, output_path: str, force: bool,
            0 with --skip-bad when at least one variant was read
         4  the output exists (use --force), is a file of DIR, or cannot be written
     """
+    from traceprobe.cli.notices import say
     from traceprobe.errors import TraceError
     from traceprobe.render.verdicts import render
     from traceprobe.verify import verify_dir
 
-    fmt = fmt or _SUFFIX_FORMATS.get(Path(output_path).suffix.lower(), "text")
+    fmt = pick_format(fmt, output_path, FORMATS)
     output.check_target(output_path, force=force)  # refuse before loading anything
+    inputs: list[Path] = []
     if not output.is_stdout(output_path) and Path(directory).is_dir():
         # nothing under the recording is written over, whatever --force says
-        output.check_not_input(output_path, (f for f in Path(directory).rglob("*") if f.is_file()))
+        inputs = [f for f in Path(directory).rglob("*") if f.is_file()]
+    output.check_outputs([output_path], inputs, force=force)
     errors: list[TraceError] = []
     data = verify_dir(directory, jobs=jobs, errors=errors)
     for e in errors:
-        click.echo(f"traceprobe: error: {e}", err=True)
+        say(f"traceprobe: error: {e}")
+    for line in dict.fromkeys(n for v in data["verdicts"] for n in v.get("notices") or ()):
+        say(f"traceprobe: {line}")  # salvaged or read leniently
     if not data["verdicts"] and errors:
         raise click.exceptions.Exit(TraceError.exit_code)  # nothing could be read
     output.write_text(output_path, render(data, fmt), force=force)

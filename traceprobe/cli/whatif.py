@@ -7,13 +7,14 @@ Markdown) and write through :mod:`traceprobe.output`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
 from traceprobe import output
+from traceprobe.cli.options import output_options, pick_format
 from traceprobe.errors import UsageError
 
+FORMATS = ["text", "json", "markdown"]
 WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it has none); "
                "'profiler' or 'events': one prediction of the whole replayed trace (the "
                "replay covers every event).  [default: steps]")
@@ -30,12 +31,7 @@ WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it 
               help="ProfilerStep N, or every step (the whole trace when it has none).")
 @click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",
               metavar="steps|profiler|events", help=WINDOW_HELP)
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default=None, help="Output format.  [default: json for an --output ending "
-                                 ".json, markdown for .md, else text]")
-@click.option("-o", "--output", "output_path", default=output.STDOUT, metavar="FILE",
-              show_default=True, help="Write to FILE ('-': standard output).")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options(FORMATS, what="the prediction")
 def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: str | None,
            output_path: str, force: bool) -> None:
     """Predict each step's time if the trace's program changed: replay its dependency
@@ -55,15 +51,15 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: 
         0  the prediction was written
         2  usage error (unknown scenario, bad regex or factor, no such step)
         3  the trace could not be read or understood
-        4  the output exists (use --force) or cannot be written
+        4  the output exists (use --force), is the trace, or cannot be written
     """
+    from traceprobe.cli.notices import input_lines, notices
     from traceprobe.graph import whatif as run_whatif
     from traceprobe.graph.scenarios import parse
     from traceprobe.load import pipeline as loader
     from traceprobe.render.whatif import render
 
-    suffix = Path(output_path).suffix.lower()
-    fmt = fmt or {".json": "json", ".md": "markdown"}.get(suffix, "text")
+    fmt = pick_format(fmt, output_path, FORMATS)
     for s in scenarios:
         parse(s)  # usage errors before the (slow) load
     if step != "all" and not step.strip().isdigit():
@@ -72,9 +68,12 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: 
     found = loader.find_traces(trace)
     if len(found) != 1:
         raise UsageError(f"{trace} holds {len(found)} traces; give one trace file")
+    output.check_outputs([output_path], found, force=force)  # never over the trace
     tl = loader.load(found[0])
+    notices([tl])
     which: str | None = None if step == "all" and window != "steps" else step
     result = run_whatif(tl, list(scenarios), step=which).to_dict()
+    result["notes"] = [*input_lines(tl), *(result.get("notes") or [])]
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     else:

@@ -121,8 +121,8 @@ def compare(a: Report, b: Report, *, step_stat: str = "median",
     devs_b = {row.get("device") for row in _rows(b, "devices")}
     return {
         "schema": SCHEMA,
-        "a": {"trace": a.get("trace"), "window": a.get("window")},
-        "b": {"trace": b.get("trace"), "window": b.get("window")},
+        "a": {"trace": a.get("trace"), "window": a.get("window"), **_input(a)},
+        "b": {"trace": b.get("trace"), "window": b.get("window"), **_input(b)},
         "speedup": {
             "span": _ratio(_num(a.get("span_us")), _num(b.get("span_us"))),
             "gpu_span": _ratio(_num(a.get("gpu_span_us")), _num(b.get("gpu_span_us"))),
@@ -151,3 +151,14 @@ def _steps(a: Report, b: Report, stat: str, batch: tuple[int | None, int | None]
     return {"stat": stat, "a": None if sa is None else asdict(sa),
             "b": None if sb is None else asdict(sb), "speedup": _ratio(va, vb),
             "per_sample": per}
+
+
+def _input(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's ``salvaged`` and ``warnings``, only where there are any (the text says
+    them too: a figure of a cut-short or leniently read trace is not what it seems)."""
+    out: dict[str, Any] = {}
+    if r.get("salvaged"):
+        out["salvaged"] = r["salvaged"]
+    if r.get("warnings"):
+        out["warnings"] = list(r["warnings"])
+    return out

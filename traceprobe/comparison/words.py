@@ -78,12 +78,26 @@ def speedup_words(result: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _input_lines(result: Mapping[str, Any]) -> list[str]:
+    """A cut-short or leniently read trace, said under its name."""
+    lines = []
+    for side in ("a", "b"):
+        s = result[side].get("salvaged")
+        if s:
+            lines.append(f"  {side.upper()} was cut short ({s.get('reason')}): only the "
+                         f"{s.get('events_kept', 0):,} complete events before the cut count")
+        lines += [f"  {side.upper()} read leniently: {w}"
+                  for w in result[side].get("warnings") or ()]
+    return lines
+
+
 def format_text(result: Mapping[str, Any], *, top: int = 10) -> str:
     """A terminal rendering: speedups, the ``top`` largest changes, then every figure."""
     lines = [
         "traceprobe compare",
         f"  A: {result['a'].get('trace')}{_step(result['a'])}",
         f"  B: {result['b'].get('trace')}{_step(result['b'])}",
+        *_input_lines(result),
         "",
     ]
     lines += [f"  * {s}" for s in step_words(result)]

@@ -43,6 +43,16 @@ def _require() -> Any:
 MAX_BATCH = 16
 
 
+def local_workers(workers: int | None, items: int | None = None) -> int:
+    """Workers of a new LocalCluster: ``workers`` (default: the usable cores), at most one
+    per usable core and one per item, at least one. Single-threaded workers beyond the
+    cores only compete for them; ``-j 10**30`` must not ask Dask for 10**30 processes."""
+    n = min(workers or _cores(), _cores())
+    if items is not None:
+        n = min(n, items)
+    return max(1, n)
+
+
 def run_batch(fn: Callable[[str], Any], items: list[str]) -> list[Any]:
     """One Dask task: ``fn`` over a few files, in order."""
     return [fn(x) for x in items]
@@ -52,12 +62,13 @@ class DaskEngine:
     name = "dask"
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        """``workers``: of a new LocalCluster (see :func:`local_workers`)."""
         distributed = _require()
         self.address = address
         self._cluster = None
         if address is None:
             self._cluster = distributed.LocalCluster(
-                n_workers=max(1, workers or _cores()),
+                n_workers=local_workers(workers),
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",

@@ -37,6 +37,8 @@ def analyze_ranks(
     storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     paths = [str(f) for f in files]
+    if jobs is not None:
+        jobs = max(1, min(jobs, len(paths)))  # no more workers than traces, on any engine
     each: Callable[[str], Any] = summarise
     whole: Callable[[str], Any] = full_report
     if storage_options:

@@ -19,7 +19,7 @@ class LocalEngine:
     name = "processes"
 
     def __init__(self, jobs: int | None = None) -> None:
-        self.jobs = max(1, jobs or _cores())
+        self.jobs = max(1, jobs or _cores())  # the pool takes min(jobs, items) workers
 
     def map(self, fn: Callable[[str], Any], items: Sequence[str], *, progress: bool = False
             ) -> list[Any]:

@@ -265,15 +265,42 @@ def parse_lines(lines: Iterable[str], *, source: str = "<expectations>") -> list
     return out
 
 
+MAX_FILE_BYTES = 1 << 20  # an expectations file is a few lines; more is not one
+
+
 def parse_file(path: str | Path) -> list[Expectation]:
+    """Expectations from a file, at most ``MAX_FILE_BYTES``. A FIFO or a pipe (``<(...)``)
+    is read while a writer holds it open (one without a writer reads as empty, instead of
+    waiting forever); a device that never ends (``/dev/zero``) is refused at the limit."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _read_bounded(p).decode("utf-8")
     except OSError as e:
         raise UsageError(f"cannot read expectations file {p}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise UsageError(f"expectations file {p} is not UTF-8 text: {e}") from e
     return parse_lines(text.splitlines(), source=str(p))
+
+
+def _read_bounded(p: Path) -> bytes:
+    import os
+
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: no wait for a writer
+    try:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    raise UsageError(f"expectations file {p} holds more than {MAX_FILE_BYTES:,} bytes; an "
+                     "expectations file is one expectation per line")
 
 
 # ----------------------------------------------------------------------------- evaluating

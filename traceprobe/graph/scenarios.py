@@ -50,7 +50,8 @@ the order given.
     NS is measured on a loop of one's own: (profiled step − unprofiled step) / CPU events per
     step, on a loop the host bounds (docs/WHATIF.md, "Real training loops").
 ``kernels:REGEX=F``
-    Kernels whose name matches REGEX (``re.search``) run F times faster.
+    Kernels whose name matches REGEX (``re.search``) run F times faster; F is a finite
+    number from ``MIN_FACTOR`` (1e-3: 1000x slower) to ``MAX_FACTOR`` (1e9).
 ``precision:tf32|bf16``
     fp32 GEMM and convolution kernels off tensor cores (bf16: also attention, and fp32 kernels
     on tensor cores, TF32 or 3xTF32) as if run at the target precision: each op shape's
@@ -62,9 +63,15 @@ the order given.
     (never slower than measured).
 ``spread:REGEX=N``
     Kernels (and memsets) matching REGEX are asserted independent of each other and go
-    round-robin on N new streams per device: each waits for the last non-matching op
+    round-robin on N (1 to 1024) new streams per device: each waits for the last non-matching op
     before it on its old stream (the fork), and the next non-matching op after it waits
     for it (the join). GPU-filling kernels still do not run together.
+
+REGEX is Python's ``re``, matched once per distinct kernel name (on its first ``MAX_NAME``
+characters). A pattern that can backtrack in time exponential in a name's length is
+refused before anything is loaded: a quantifier inside a repeated group (``(a+)+``,
+``(a|b*)*``, ``(\\w+\\s?)*``), or alternatives inside one that can start with the same
+character (``(a|ab)*``). No pattern needs them (``(a+)+`` means ``a+``).
 """
 
 from __future__ import annotations
@@ -80,6 +87,9 @@ from traceprobe.errors import UsageError
 from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
 from traceprobe.graph.replay import Plan
 from traceprobe.timeline import Timeline
+
+MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well inside int64 ns
+MAX_NAME = 4096  # characters of a kernel name a scenario's REGEX is matched against
 
 NAMES = ("copies-on-side-stream", "no-host-sync", "comm-overlap", "no-launch-overhead",
          "cuda-graph", "dataloader", "dataloader:workers=N", "no-profiler:NS", "kernels:REGEX=F",
@@ -130,21 +140,79 @@ def parse(text: str, tl: Timeline | None = None) -> Scenario:
     head, _, rest = t.partition(":")
     if head in ("kernels", "spread") and "=" in rest:
         rx, _, val = rest.rpartition("=")
-        try:
-            pattern = re.compile(rx)
-        except re.error as e:
-            raise UsageError(f"scenario {t!r}: bad regular expression {rx!r} ({e})") from None
+        pattern = _compile(t, rx)
         try:
             num = float(val) if head == "kernels" else int(val)
         except ValueError:
             num = 0
-        if num <= 0:
-            want = "a factor > 0" if head == "kernels" else "a stream count >= 1"
-            raise UsageError(f"scenario {t!r}: after '=' comes {want}, e.g. {head}:gemm=2")
+        if head == "kernels" and not MIN_FACTOR <= num <= MAX_FACTOR:  # nan fails too
+            raise UsageError(f"scenario {t!r}: after '=' comes a factor from {MIN_FACTOR:g} "
+                             f"to {MAX_FACTOR:g} (above 1: faster), e.g. kernels:gemm=2")
+        if head == "spread" and not 1 <= num <= 1024:
+            raise UsageError(f"scenario {t!r}: after '=' comes a stream count from 1 to 1024, "
+                             "e.g. spread:gemm=2")
         if head == "kernels":
             return Scenario(t, lambda g, p: faster_kernels(g, p, pattern, float(num)))
         return Scenario(t, lambda g, p: spread(g, p, pattern, int(num)))
     raise UsageError(f"unknown scenario {text!r}; valid: {', '.join(NAMES)}")
+
+
+def _compile(text: str, rx: str) -> re.Pattern[str]:
+    """The scenario's REGEX, refused when it is bad or could backtrack without bound."""
+    try:
+        pattern = re.compile(rx)
+    except (re.error, OverflowError, RecursionError) as e:
+        raise UsageError(f"scenario {text!r}: bad regular expression {rx!r} ({e})") from None
+    if _nested_repeat(rx):
+        raise UsageError(
+            f"scenario {text!r}: the regular expression {rx!r} repeats a group that holds a "
+            "quantifier (like (a+)+), which can take exponential time; write it without the "
+            "nesting, e.g. a+ for (a+)+")
+    return pattern
+
+
+def _nested_repeat(rx: str) -> bool:
+    """True when a repeat (``*``, ``+``, ``{m,n}`` with n > 1) holds another repeat."""
+    import re._parser as sre  # type: ignore[import-not-found]
+
+    repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)}
+
+    def walk(items: object, inside: bool) -> bool:
+        for op, av in items:  # type: ignore[attr-defined]
+            if op in repeats:
+                lo, hi, sub = av
+                if inside and hi != lo:
+                    return True
+                if walk(sub, inside or hi > 1):
+                    return True
+            elif op is sre.SUBPATTERN:
+                if walk(av[-1], inside):
+                    return True
+            elif op is sre.BRANCH:
+                if inside and not _distinct_starts(av[1], sre):
+                    return True  # (a|ab)* backtracks as (a+)+ does
+                if any(walk(b, inside) for b in av[1]):
+                    return True
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                if walk(av[1], inside):
+                    return True
+            elif op is sre.GROUPREF_EXISTS:
+                if any(b is not None and walk(b, inside) for b in av[1:]):
+                    return True
+        return False
+
+    return walk(sre.parse(rx), False)
+
+
+def _distinct_starts(branches: list, sre: object) -> bool:
+    """Every alternative starts with a literal character of its own."""
+    firsts = []
+    for b in branches:
+        items = list(b)
+        if not items or items[0][0] is not sre.LITERAL:  # type: ignore[attr-defined]
+            return False
+        firsts.append(items[0][1])
+    return len(set(firsts)) == len(firsts)
 
 
 def _efficiency_scenario(t: str, tl: Timeline | None) -> Scenario:
@@ -153,10 +221,10 @@ def _efficiency_scenario(t: str, tl: Timeline | None) -> Scenario:
     _, _, arg = t.partition(":")
     if t.startswith("roof:"):
         rx, _, val = arg.rpartition("=")
+        _compile(t, rx)  # a bad or exponentially backtracking REGEX: refused here
         try:
-            re.compile(rx)
             share = float(val)
-        except (re.error, ValueError):
+        except ValueError:
             share = -1.0
         if not rx or not 0 < share <= 1:
             raise UsageError(f"scenario {t!r}: write roof:REGEX=S with a valid regular "
@@ -426,7 +494,7 @@ def _matching(g: Graph, rx: re.Pattern[str], memsets: bool = False) -> np.ndarra
     kinds = [KERNEL, MEMSET] if memsets else [KERNEL]
     k = np.flatnonzero((g.ntype == GPU) & np.isin(g.gkind, kinds))
     names = g.name[k]
-    uniq = {str(n): bool(rx.search(str(n))) for n in set(names.tolist())}
+    uniq = {str(n): bool(rx.search(str(n)[:MAX_NAME])) for n in set(names.tolist())}
     return k[np.array([uniq[str(n)] for n in names], bool)] if len(k) else k
 
 

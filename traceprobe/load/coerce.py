@@ -25,6 +25,7 @@ import numpy as np
 
 _TRAILING_INT = re.compile(r"(-?\d+)\s*$")
 _DIGITS = re.compile(r"-?\d{1,18}")
+_MAX_TEXT = 64  # characters of a string that may hold a number ("stream 7", "0x1f")
 
 
 def encode(
@@ -60,6 +61,15 @@ def int64(values: list[Any], missing: int = -1) -> np.ndarray:
     return np.array([to_int(v, missing) for v in values], dtype=np.int64)
 
 
+def without_bools(values: list[Any], arr: np.ndarray, missing: int = -1) -> np.ndarray:
+    """``arr`` (:func:`int64` of ``values``) with ``missing`` where a value is a bool:
+    numpy reads ``true`` among ints as 1 (``args.device: true`` is no GPU 1)."""
+    if bool in set(map(type, values)):
+        arr = arr.copy()
+        arr[np.array([type(v) is bool for v in values])] = missing
+    return arr
+
+
 def _ints(values: list[Any]) -> np.ndarray | None:
     """``values`` as int64 when every one is a plain int within int64 (the common case)."""
     try:
@@ -81,11 +91,16 @@ def to_int(v: Any, missing: int = -1) -> int:
         return int(v) if v.is_integer() and abs(v) < 2**63 else missing
     if isinstance(v, str):
         s = v.strip()
+        if len(s) > _MAX_TEXT:  # no number fits; and the search below would be quadratic
+            return missing
         try:
-            return int(s, 0)  # "7", "0x0"
+            n = int(s, 0)  # "7", "0x0"
         except ValueError:
             m = _TRAILING_INT.search(s)  # "stream 7", "GPU 0"
-            return int(m.group(1)) if m else missing
+            if not m:
+                return missing
+            n = int(m.group(1))
+        return n if -(2**63) < n < 2**63 else missing
     return missing
 
 

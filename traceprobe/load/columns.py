@@ -51,6 +51,8 @@ from traceprobe.load.schema import (
 from traceprobe.load.timestamps import us_to_ns
 
 _GPU, _CPU, _SKIP = 0, 1, 2
+# the Trace Event Format's phases besides "X"; any other (or none) is named in a warning
+KNOWN_PHASES = frozenset("BEiInstfPCMObeNDTRcpSF()")
 _NONE = b""  # an absent raw text
 
 
@@ -100,9 +102,13 @@ class Collector:
         k = len(self.rows) if k is None else k
         xs = [e for e in batch if e.ph == "X"]
         if len(xs) < len(batch):
-            begin_end = sum(1 for e in batch if e.ph in ("B", "E"))
+            phases = Counter(e.ph for e in batch if e.ph != "X")
+            begin_end = phases["B"] + phases["E"]
             if begin_end:
                 self.lenient["begin_end"] += begin_end
+            for ph, n in phases.items():
+                if ph not in KNOWN_PHASES:  # "", "Z", "x": not a phase traceprobe knows
+                    self.lenient[f"ph:{ph[:20]}"] += n
         start, end = self._times(xs, batch)
         cat = coerce.encode([e.cat for e in xs], self.cats, self._new_cat)
         name = coerce.encode([e.name for e in xs], self.names)
@@ -112,6 +118,9 @@ class Collector:
         if ext_2021.count(-1) != len(ext_2021):
             ext = np.where(ext < 0, coerce.int64(ext_2021), ext)
         group = self.cat_group[cat]
+        no_cat = self.cats.get("")
+        if no_cat is not None:
+            self.lenient["no_cat"] += int((cat == no_cat).sum())
         self.complete += len(xs)
         self.seen += len(batch)
 
@@ -153,7 +162,7 @@ class Collector:
                     "external_id": ext[gi],
                     "device": self._devices(args, frm, evs),
                     "stream": coerce.with_fallback([a.stream for a in args], [e.tid for e in evs]),
-                    "bytes": coerce.int64([a.bytes for a in args]),
+                    "bytes": _bytes([a.bytes for a in args]),
                     "from": coerce.int64(frm),
                     "to": coerce.int64([a.to_device for a in args]),
                     "kind_arg": [a.kind for a in args],
@@ -171,7 +180,8 @@ class Collector:
         given = [a.device for a in args]
         device = coerce.with_fallback(given, frm, [e.pid for e in evs])
         if given.count(None) != len(given):
-            junk = (coerce.int64(given) < 0) & np.array([d is not None for d in given])
+            junk = ((coerce.without_bools(given, coerce.int64(given)) < 0)
+                    & np.array([d is not None for d in given]))
             if junk.any():
                 device[junk] = -1
         return device
@@ -308,6 +318,10 @@ class Collector:
             warnings=list(stream.warnings),
             notes={"lenient": dict(self.lenient)} if self.lenient else {},
         )
+
+
+def _bytes(values: list[Any]) -> np.ndarray:
+    return coerce.without_bools(values, coerce.int64(values))
 
 
 def _floats(values: list[Any]) -> np.ndarray:

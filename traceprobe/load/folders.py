@@ -96,14 +96,36 @@ NOT_TRACES = frozenset({"traceprobe.meta.json"})  # record's metadata, before it
 
 
 def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    hits = {
-        q
-        for pat in patterns
-        for q in root.rglob(pat)
-        if q.name not in NOT_TRACES
-        and not any(part.startswith(".") for part in q.relative_to(root).parts)
-        and q.is_file()
-    }
+    """Every file under ``root`` matching ``patterns`` (following links to folders, each
+    folder once). A folder that cannot be listed is an error, not a silent gap."""
+    import fnmatch
+
+    hits: set[Path] = set()
+    seen: set[tuple[int, int]] = set()
+    refused: list[OSError] = []
+    for top, dirs, names in os.walk(root, onerror=refused.append, followlinks=True):
+        try:
+            st = os.stat(top)
+            key = (st.st_dev, st.st_ino)
+        except OSError:
+            key = (-1, len(seen))
+        if key in seen:  # a link back up the tree: walked once
+            dirs[:] = []
+            continue
+        seen.add(key)
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for n in names:
+            if (not n.startswith(".") and n not in NOT_TRACES
+                    and any(fnmatch.fnmatchcase(n, pat) for pat in patterns)):
+                q = Path(top) / n
+                if q.is_file():
+                    hits.add(q)
+    if refused:
+        e = refused[0]
+        where = e.filename or root
+        raise TraceError(where, f"cannot read this folder inside {root} ({e.strerror or e}); "
+                         "the traces in it would be left out",
+                         "fix its permissions, or name the other trace files themselves")
     return sorted(hits, key=_natural_key)
 
 

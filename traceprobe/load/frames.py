@@ -33,6 +33,8 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from traceprobe.errors import TraceError
+from traceprobe.load.files import REEXPORT
 from traceprobe.load.schema import GPU_CATEGORIES, RENAMED_2021, Columns
 from traceprobe.timeline import (
     COPY_KINDS,
@@ -57,6 +59,7 @@ _COMM = re.compile(r"nccl|rccl", re.IGNORECASE)
 
 def timeline(cols: Columns) -> Timeline:
     """The Timeline of one trace's collected columns."""
+    _check_span(cols)
     # interned, so that comparisons with the literals in metrics hit the identity shortcut
     kind_u = np.array(
         [sys.intern(GPU_CATEGORIES.get(c) or RENAMED_2021.get(c, c)) for c in cols.cats] or [""],
@@ -66,7 +69,7 @@ def timeline(cols: Columns) -> Timeline:
     names_u[:] = cols.names
     cpu_df = _cpu_frame(cols.cpu, kind_u, names_u, cols.texts)
     gpu_df = _gpu_frame(cols.gpu, kind_u, names_u, cols.sizes, cols.texts)
-    steps, thread = _steps(cols.cpu, kind_u, names_u)
+    steps, thread, step_issues = _steps(cols.cpu, kind_u, names_u)
     extra: dict[str, Any] = {"complete_events": cols.complete, "skipped": dict(cols.skipped)}
     if cols.span:
         extra["profiler_span_ns"] = cols.span
@@ -74,12 +77,14 @@ def timeline(cols: Columns) -> Timeline:
         extra["clamped_durations"] = cols.clamped
     if thread:
         extra["steps_thread"] = thread
+    if step_issues:
+        extra["steps_extent_ns"] = step_issues.pop("extent")
     if cols.header.displayTimeUnit is not None:
         extra["display_time_unit"] = cols.header.displayTimeUnit
     if cols.salvaged is not None:
         extra["salvaged"] = dict(cols.salvaged)
     extra.update({k: v for k, v in cols.notes.items() if k != "lenient"})
-    warnings = _warnings(cols, gpu_df)
+    warnings = _warnings(cols, gpu_df) + _step_warnings(step_issues)
     if warnings:
         extra["warnings"] = warnings
     meta = _meta(cols, kind_u, names_u, gpu_df.empty, extra)
@@ -102,13 +107,75 @@ def _warnings(cols: Columns, gpu: pd.DataFrame) -> list[str]:
             f"{lenient['begin_end']:,} begin/end ('B'/'E') event(s) are not analysed "
             "(only complete 'X' events are); work written that way is missing from the figures"
         )
+    odd = {k[3:]: n for k, n in sorted(lenient.items()) if k.startswith("ph:")}
+    if odd:
+        named = ", ".join(f"{ph!r} {n:,}" if ph else f"none {n:,}" for ph, n in odd.items())
+        out.append(
+            f"{sum(odd.values()):,} event(s) have no ph or one the trace format does not "
+            f"define ({named}): not analysed (only complete 'X' events are)"
+        )
+    if lenient.get("no_cat"):
+        out.append(
+            f"{lenient['no_cat']:,} complete ('X') event(s) have no cat: read as host events "
+            "of no kind, so none of them counts as GPU work"
+        )
     if not gpu.empty:
+        work = gpu["kind"].to_numpy() != "kernel"
+        unsized = int((work & (gpu["bytes"].to_numpy() < 0)).sum())
+        if unsized:
+            out.append(
+                f"{unsized:,} cop{'y or memset has' if unsized == 1 else 'ies or memsets have'} "
+                "no usable args.bytes (absent, negative, not a whole number, or beyond int64): "
+                "counted as 0 bytes"
+            )
+        inferred = int(gpu.attrs.pop("sizes_inferred", 0))
+        if inferred:
+            out.append(
+                f"{inferred:,} cop{'y takes its' if inferred == 1 else 'ies take their'} size "
+                "from the args.size of the hipMemcpy* call of the same correlation (no "
+                "args.bytes)"
+            )
         lost = int((gpu["device"] < 0).sum())
         if lost:
             out.append(
                 f"{lost:,} GPU activit{'y has' if lost == 1 else 'ies have'} no device "
-                "(no whole-number args.device and no number in pid): shown as GPU -1"
+                "(args.device is not a whole number, or it is absent and pid holds no "
+                "number): shown as GPU -1"
             )
+    return out
+
+
+def _check_span(cols: Columns) -> None:
+    """Refuse events so far apart that their span (an int64 of ns) would overflow: every
+    window, idle time and utilization would come out negative (about 292 years)."""
+    ends = [(int(d["start"].min()), int(d["end"].max())) for d in (cols.cpu, cols.gpu)
+            if d and len(d["start"])]
+    if not ends:
+        return
+    lo, hi = min(a for a, _ in ends), max(b for _, b in ends)
+    if hi - lo > np.iinfo(np.int64).max:
+        raise TraceError(
+            cols.source,
+            f"the events span {(hi - lo) / 1e3:.3g} µs (from ts {lo / 1e3:.6g} to "
+            f"{hi / 1e3:.6g} µs), more than int64 nanoseconds hold (about 292 years)",
+            f"the timestamps are damaged; {REEXPORT}",
+        )
+
+
+def _step_warnings(issues: dict[str, Any]) -> list[str]:
+    out = []
+    if issues.get("repeated"):
+        out.append(
+            f"{issues['repeated']:,} ProfilerStep event(s) repeat a step number (e.g. "
+            f"ProfilerStep#{issues['example']}): each number keeps its first window; the "
+            "whole-trace window still runs from the first step's start to the last one's end"
+        )
+    if issues.get("nested"):
+        out.append(
+            f"{issues['nested']:,} ProfilerStep event(s) start inside another step: each "
+            "step's window ends where the next one starts; the whole-trace window still runs "
+            "from the first step's start to the last one's end"
+        )
     return out
 
 
@@ -161,9 +228,12 @@ def _gpu_frame(
     peer = np.where(p2p, np.where(t != device, t, f), -1)
     copy_kind[p2p & ~not_copy] = "PtoP"
     nbytes = g["bytes"]
+    inferred = 0
     for i in np.flatnonzero((kind != "kernel") & (nbytes < 0) & (g["correlation"] >= 0)).tolist():
         nbytes[i] = sizes.get(int(g["correlation"][i]), -1)  # ROCm: from hipMemcpy*
-    return pd.DataFrame(
+        inferred += nbytes[i] >= 0
+    nbytes[(kind != "kernel") & (nbytes < 0)] = -1  # a negative size is no size
+    df = pd.DataFrame(
         {
             "kind": _obj(kind),
             "name": _obj(names_u[codes]),
@@ -188,6 +258,9 @@ def _gpu_frame(
         },
         copy=False,
     )
+    if inferred:
+        df.attrs["sizes_inferred"] = int(inferred)
+    return df
 
 
 def _texts(codes: Any, texts: list[bytes], n: int) -> pd.Series:
@@ -231,26 +304,35 @@ def _step_number(name: Any) -> int:
 
 def _steps(
     cpu: dict[str, np.ndarray], kind_u: np.ndarray, names_u: np.ndarray
-) -> tuple[pd.DataFrame, list[int] | None]:
-    """``ProfilerStep#N`` windows of the thread that has the most of them."""
+) -> tuple[pd.DataFrame, list[int] | None, dict[str, Any]]:
+    """``ProfilerStep#N`` windows of the thread that has the most of them; and, when some
+    repeat a number or start inside another step, how many (and all of them's extent)."""
     if not cpu:
-        return empty_frame(STEP_COLUMNS, OPTIONAL_STEP_COLUMNS), None
+        return empty_frame(STEP_COLUMNS, OPTIONAL_STEP_COLUMNS), None, {}
     step_u = np.array([_step_number(n) for n in names_u], np.int64)
     step = step_u[cpu["name"]]
     rows = np.flatnonzero((step >= 0) & np.array([k in STEP_KINDS for k in kind_u])[cpu["cat"]])
     if not len(rows):
-        return empty_frame(STEP_COLUMNS, OPTIONAL_STEP_COLUMNS), None
+        return empty_frame(STEP_COLUMNS, OPTIONAL_STEP_COLUMNS), None, {}
     threads = list(zip(cpu["pid"][rows].tolist(), cpu["tid"][rows].tolist(), strict=True))
     count = Counter(threads)
     best = max(count, key=lambda k: (count[k], -k[0], -k[1]))
     rows = rows[np.array([t == best for t in threads])]
     start, end = cpu["start"], cpu["end"]
     rows = rows[np.lexsort((end[rows], start[rows]))]  # by start, then end
+    issues: dict[str, Any] = {}
+    nested = int((start[rows][1:] < np.maximum.accumulate(end[rows])[:-1]).sum())
     _, first = np.unique(step[rows], return_index=True)  # each N once: its first window
+    if len(first) < len(rows) or nested:
+        repeated = np.setdiff1d(np.arange(len(rows)), first)
+        issues = {"extent": [int(start[rows].min()), int(end[rows].max())], "nested": nested,
+                  "repeated": len(repeated),
+                  "example": int(step[rows][repeated[0]]) if len(repeated) else None}
     rows = rows[np.sort(first)]
     s, e = start[rows], end[rows].copy()
     e[:-1] = np.minimum(e[:-1], s[1:])
-    return pd.DataFrame({"step": step[rows], "start": s, "end": e, "dur_ns": e - s}), list(best)
+    frame = pd.DataFrame({"step": step[rows], "start": s, "end": e, "dur_ns": e - s})
+    return frame, list(best), issues
 
 
 def _opt_int(v: Any) -> int | None:

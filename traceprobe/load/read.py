@@ -157,25 +157,31 @@ class EventStream:
         it = self._watch(iter(self.chunks))
         buf = b""
         start: int | None = None
+        skipped = 0  # leading whitespace dropped as it arrives: each byte is scanned once
         for chunk in it:
             buf = buf + chunk if buf else chunk
+            buf, skipped = _drop_leading_ws(buf, skipped)
             start, listform = self._events_start(buf)
             if start is not None:
                 break
         if start is None or start < 0:  # no event array found: decode the text whole
             yield from self._whole(b"".join([buf, *it]))
             return
-        consumed = start
+        consumed = skipped + start
         buf = buf[start:]
+        wait_for = self.batch_bytes  # a failed try waits for twice the text: linear time
         for chunk in it:
             buf = buf + chunk if buf else chunk
-            if len(buf) < self.batch_bytes:
+            if len(buf) < wait_for:
                 continue
             batch, cut = self._batch(buf, consumed, listform)
             if batch is not None:
                 yield self._count(batch)
                 buf = buf[cut:]
                 consumed += cut
+                wait_for = self.batch_bytes
+            else:  # no cut found (a long string, a run of whitespace): not again per chunk
+                wait_for = 2 * len(buf)
         yield from self._tail(buf, consumed, listform)
 
     # -- the pieces
@@ -394,10 +400,25 @@ def _nesting_error(source: str) -> TraceError:
     )
 
 
+_NON_WS = re.compile(rb"[^ \t\r\n]")
+_BOM = b"\xef\xbb\xbf"
+
+
 def _skip_ws(buf: bytes, i: int) -> int:
-    while i < len(buf) and buf[i] in _WS:
-        i += 1
-    return i
+    """The offset of the first byte from ``i`` on that is not JSON whitespace (C speed)."""
+    m = _NON_WS.search(buf, i)
+    return m.start() if m else len(buf)
+
+
+def _drop_leading_ws(buf: bytes, skipped: int) -> tuple[bytes, int]:
+    """``buf`` without the whitespace at its front (after a byte-order mark at the file's
+    start), and the count of bytes dropped so far: megabytes of leading spaces cost one
+    pass, not one per chunk."""
+    head = 3 if skipped == 0 and buf[:3] == _BOM else 0
+    end = _skip_ws(buf, head)
+    if end == head:
+        return buf, skipped
+    return (buf[:head] + buf[end:]), skipped + end - head
 
 
 def read_events(

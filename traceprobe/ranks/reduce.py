@@ -59,6 +59,8 @@ def reduce_ranks(summaries: Sequence[RankSummary]) -> dict[str, Any]:
     if mismatched:
         notes.append(f"{mismatched} call keys named different collectives on different ranks: "
                      "left out (the traces may hold different steps)")
+    notes += _step_notes(ss, ranks)
+    notes += [f"rank {ranks[i]} ({s.trace}): {n}" for i, s in enumerate(ss) for n in s.notices]
     out: dict[str, Any] = {
         "count": len(ss),
         "clock": {
@@ -82,6 +84,25 @@ def reduce_ranks(summaries: Sequence[RankSummary]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- ranks
+
+
+def _step_notes(ss: list[RankSummary], ranks: list[int]) -> list[str]:
+    """Collectives without sequence numbers are paired by ProfilerStep number: say so when
+    the ranks' step annotations differ (the pairing, stragglers and waits may then be off)."""
+    if all(c.seq is not None for s in ss for c in s.calls):
+        return []
+    numbers = [tuple(n for n, _, _ in s.steps) for s in ss]
+    if len(set(numbers)) <= 1 and all(len(set(n)) == len(n) for n in numbers):
+        return []
+    odd = [ranks[i] for i, n in enumerate(numbers) if n != numbers[0] or len(set(n)) != len(n)]
+    return [f"the ranks' ProfilerStep annotations differ (ranks {_few(odd)} differ from rank "
+            f"{ranks[0]}, or repeat a step number): collectives are paired by step number, so "
+            "the pairing, the stragglers and the waits may be wrong; profile every rank with "
+            "the same schedule"]
+
+
+def _few(xs: list[int]) -> str:
+    return ", ".join(map(str, xs[:8])) + (", ..." if len(xs) > 8 else "")
 
 
 def _rank_ids(ss: list[RankSummary]) -> tuple[list[int], str]:

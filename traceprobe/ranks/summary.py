@@ -40,6 +40,8 @@ class RankSummary:
     hidden_ns: int | None  # of it, overlapped by compute on the same GPU
     steps: tuple[tuple[int, int, int], ...]  # (ProfilerStep number, start ns, end ns)
     calls: tuple[Call, ...]
+    # what the loader salvaged ("notice: ...") or read leniently ("warning: ..."), one line each
+    notices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,18 @@ def summary_of(
         hidden_ns=sum(int(c.hidden_ns) for c in comm) if has_gpu else None,
         steps=steps,
         calls=tuple(calls),
+        notices=input_notices(rep),
     )
+
+
+def input_notices(rep: Any) -> tuple[str, ...]:
+    """The report's salvage and lenient-reading lines, as the CLI prints them."""
+    out = []
+    if rep.salvaged is not None:
+        out.append(f"notice: {rep.salvaged['reason']}; analysing the "
+                   f"{rep.salvaged['events_kept']:,} complete events before the cut")
+    out += [f"warning: {w}" for w in rep.warnings]
+    return tuple(out)
 
 
 def full_report(

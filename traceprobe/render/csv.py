@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from traceprobe.output import atomic_directory
+from traceprobe.output import atomic_directory, spreadsheet_safe
 from traceprobe.timeline import Timeline
 
 FILES = ("gpu.csv", "cpu.csv", "steps.csv", "devices.csv", "streams.csv", "copies.csv",
@@ -72,8 +72,25 @@ def write_csv(
     }
     with atomic_directory(directory, list(FILES), force=force) as scratch:
         for name in FILES:
-            frames[name].to_csv(scratch / name, index=False, na_rep="")
+            _safe_cells(frames[name]).to_csv(scratch / name, index=False, na_rep="")
     return [Path(directory) / name for name in FILES]
+
+
+def _safe_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """Text cells as :func:`traceprobe.output.spreadsheet_safe` (each distinct value once)."""
+    out = df
+    for col in df.columns:
+        s = df[col]
+        if s.dtype != object:
+            continue
+        values = pd.unique(s)
+        fixed = {v: spreadsheet_safe(v) for v in values if isinstance(v, str)}
+        changed = {v: f for v, f in fixed.items() if f != v}
+        if changed:
+            if out is df:
+                out = df.copy()
+            out[col] = s.map(lambda v, c=changed: c.get(v, v) if isinstance(v, str) else v)
+    return out
 
 
 def _frame(df: pd.DataFrame, source: str) -> pd.DataFrame:

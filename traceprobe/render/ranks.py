@@ -139,6 +139,14 @@ def _ranks(r: Mapping[str, Any], top: int) -> Table:
     )
 
 
+def _cell(v: Any) -> Any:
+    from traceprobe.output import spreadsheet_safe
+
+    if v is None:
+        return ""
+    return spreadsheet_safe(v) if isinstance(v, str) else v
+
+
 def write_ranks_csv(
     report: Mapping[str, Any], directory: str | os.PathLike[str], *, force: bool = False
 ) -> None:
@@ -158,4 +166,4 @@ def write_ranks_csv(
                 w = csv.DictWriter(f, fieldnames=cols)
                 w.writeheader()
                 for row in rows:
-                    w.writerow({k: "" if row.get(k) is None else row.get(k) for k in cols})
+                    w.writerow({k: _cell(row.get(k)) for k in cols})

@@ -50,6 +50,7 @@ def trace_tables(report: Mapping[str, Any], *, top: int = 10) -> list[Table]:
     return [
         t
         for t in (
+            _read_leniently(report),
             _devices(report),
             _streams(report),
             _cross_device(report),
@@ -71,6 +72,13 @@ def trace_tables(report: Mapping[str, Any], *, top: int = 10) -> list[Table]:
         )
         if t is not None
     ] + [Table(**t) for t in efficiency_tables(report, top)]
+
+
+def _read_leniently(r: Mapping[str, Any]) -> Table | None:
+    """The loader's and the report's warnings (the JSON's ``warnings``), first: every figure
+    below rests on them. A cut-short trace is the first headline already."""
+    warnings = [str(w) for w in r.get("warnings") or ()]
+    return Table("Read leniently", notes=warnings) if warnings else None
 
 
 def _rows(r: Mapping[str, Any], *path: str) -> list[Row]:

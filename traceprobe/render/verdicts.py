@@ -117,6 +117,8 @@ def text(d: Mapping[str, Any]) -> str:
         figs = "; ".join(f"{k} {x}" for k, x in figure_pairs(d, v))
         out += _field("figures", figs)
         out += _field("wall", v.get("wall_clock"))
+        for n in v.get("notices") or ():
+            out += _field("input", n)
     return "\n".join(out) + "\n"
 
 
@@ -152,4 +154,6 @@ def markdown(d: Mapping[str, Any]) -> str:
             out.append("")
         if v.get("wall_clock"):
             out.append(f"**Wall clock:** {_md(v['wall_clock'])}")
+        for n in v.get("notices") or ():
+            out += ["", f"**Input:** {_md(n)}"]
     return "\n".join(out).rstrip() + "\n"

@@ -122,11 +122,12 @@ def default_window(timeline: Timeline, prefer: str = "steps") -> tuple[int, int,
     """``(start_ns, end_ns, basis)`` of what a whole-trace report analyses.
 
     ``prefer="steps"`` (the default): the profiled steps (first ProfilerStep start to last
-    step end) when there are any; else the profiler's own recording span (its ``Trace``
-    event), tightened to the events inside it; else first event start to last event end.
-    ``prefer="profiler"`` starts that list at the profiler's span, ``prefer="events"`` at
-    the events (every event of the trace, as HTA and older reports measured). The
-    profiler's start-up (``Activity Buffer Request``, category ``overhead``) never opens
+    step end, counting steps that repeat a number or lie inside another) when there are
+    any; else the profiler's own recording span (its ``Trace`` event), tightened to the
+    events inside it; else first event start to last event end. ``prefer="profiler"``
+    starts that list at the profiler's span, ``prefer="events"`` at the events (every
+    event of the trace, as HTA and older reports measured). The profiler's start-up
+    (``Activity Buffer Request``, category ``overhead``) never opens
     a ``steps`` or ``profiler`` window. ``basis`` says which one was taken.
     """
     if prefer == "events":
@@ -134,7 +135,11 @@ def default_window(timeline: Timeline, prefer: str = "steps") -> tuple[int, int,
         return int(whole[0]), int(whole[1]), "events"
     rows = _step_rows(timeline) if prefer == "steps" else []
     if rows:
-        return min(s for _, s, _ in rows), max(e for _, _, e in rows), "steps"
+        first, last = min(s for _, s, _ in rows), max(e for _, _, e in rows)
+        extent = timeline.meta.extra.get("steps_extent_ns")  # steps repeated or nested
+        if extent:
+            first, last = min(first, int(extent[0])), max(last, int(extent[1]))
+        return first, last, "steps"
     lo, hi = _event_span(timeline)
     span = timeline.meta.extra.get("profiler_span_ns")
     if span and lo is not None and hi is not None:

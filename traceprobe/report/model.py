@@ -172,6 +172,9 @@ class Report:
         # the steps are converted on their own below, not also by plain() (twice the work)
         bare = self if type(self.steps) is tuple and not self.steps else replace(self, steps=())
         out: dict[str, Any] = {"schema": SCHEMA, **plain(bare)}
+        # µs floats resolve ~0.25 µs at epoch scale: the exact integer ns beside them
+        out["window"]["start_ns"] = int(self.window.start_ns)
+        out["window"]["end_ns"] = int(self.window.end_ns)
         if self.salvaged is None:
             del out["salvaged"]  # present only for a file that was cut short
         if steps:

@@ -127,7 +127,7 @@ def decide(v: Recorded, peers: Mapping[str, Recorded]) -> dict[str, Any]:
         d = rule(v, peers)
     wall, note = wall_figures(v)
     spec_claim = v.meta.get("claim") or ""
-    return {
+    out = {
         "workload": v.workload,
         "variant": v.variant,
         "folder": v.folder or f"{v.workload}/{v.variant}",
@@ -137,6 +137,24 @@ def decide(v: Recorded, peers: Mapping[str, Recorded]) -> dict[str, Any]:
         "figures": {**d.figures, **wall},
         "wall_clock": note,
     }
+    notices = input_notices(v)
+    if notices:  # a cut-short or leniently read trace: the verdict rests on what was kept
+        out["notices"] = notices
+    return out
+
+
+def input_notices(v: Recorded) -> list[str]:
+    """``notice: FILE: ...`` per salvaged trace and ``warning: FILE: ...`` per lenient
+    reading, for the variant's traces (its verdict rests on what was read)."""
+    out = []
+    for r in v.reports:
+        src = r.get("trace", "?")
+        s = r.get("salvaged")
+        if s:
+            out.append(f"notice: {src}: {s.get('reason')}; only the {s.get('events_kept', 0):,} "
+                       "complete events before the cut were analysed")
+        out += [f"warning: {src}: {w}" for w in r.get("warnings") or ()]
+    return out
 
 
 def verify(recorded: Sequence[Recorded]) -> list[dict[str, Any]]:
