@@ -35,7 +35,7 @@ fi
 if [ "$browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "bootstrap: installing Debian's chromium (apt-get, as root): the test suite opens the" \
-             "HTML report in it (tests/test_browser.py); nothing else uses it"
+             "HTML report in it (tests/render/test_browser.py); nothing else uses it"
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
             || echo "bootstrap: could not install chromium; the browser test will skip" >&2
     else

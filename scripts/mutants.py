@@ -54,35 +54,35 @@ COPY = ("traceprobe", "tests", "sample_traces", "docs", "pyproject.toml")
 BEGIN, END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
 
 _METRICS = [
-    "tests/test_metrics_interval_ops.py",
-    "tests/test_metrics_devices.py",
-    "tests/test_metrics_overlap.py",
-    "tests/test_metrics_host.py",
-    "tests/test_metrics_top.py",
-    "tests/test_edges.py",
-    "tests/test_report.py",
-    "tests/test_metrics_property.py",
+    "tests/test_intervals_grouped.py",
+    "tests/metrics/test_devices.py",
+    "tests/metrics/test_overlap.py",
+    "tests/metrics/test_host.py",
+    "tests/metrics/test_top.py",
+    "tests/report/test_edges.py",
+    "tests/report/test_model.py",
+    "tests/metrics/test_metrics_property.py",
 ]
 # module -> the tests that exercise it, fastest first (pytest -x stops at the first failure)
 TARGETS: dict[str, list[str]] = {
-    "traceprobe/intervals.py": ["tests/test_metrics_interval_ops.py", "tests/test_intervals.py"],
+    "traceprobe/intervals.py": ["tests/test_intervals_grouped.py", "tests/test_intervals.py"],
     "traceprobe/metrics/__init__.py": _METRICS,
     "traceprobe/metrics/devices.py": _METRICS,
     "traceprobe/metrics/overlap.py": _METRICS,
     "traceprobe/metrics/host.py": _METRICS,
     "traceprobe/metrics/top.py": _METRICS,
     "traceprobe/load/timestamps.py": [
-        "tests/test_edges.py::test_timestamps_at_the_int64_nanosecond_edges",
-        "tests/test_edges.py::test_absent_and_junk_timestamps_are_zero_ns_with_their_status",
-        "tests/test_loader.py::test_unusual_numbers_convert_exactly",
-        "tests/test_loader.py::test_us_to_ns_reports_absent_and_junk",
-        "tests/test_loader.py::test_us_to_ns_is_exact_for_kineto_style_values",
-        "tests/test_loader.py::test_us_to_ns_matches_decimal",
-        "tests/test_loader.py::test_adjacent_kernels_at_ns_boundaries_do_not_overlap",
-        "tests/test_loader.py::test_current_format_gives_exact_frames",
-        "tests/test_loader.py::test_decimal_timestamps_in_python_documents_stay_exact",
+        "tests/report/test_edges.py::test_timestamps_at_the_int64_nanosecond_edges",
+        "tests/report/test_edges.py::test_absent_and_junk_timestamps_are_zero_ns_with_their_status",
+        "tests/load/test_pipeline.py::test_unusual_numbers_convert_exactly",
+        "tests/load/test_pipeline.py::test_us_to_ns_reports_absent_and_junk",
+        "tests/load/test_pipeline.py::test_us_to_ns_is_exact_for_kineto_style_values",
+        "tests/load/test_pipeline.py::test_us_to_ns_matches_decimal",
+        "tests/load/test_pipeline.py::test_adjacent_kernels_at_ns_boundaries_do_not_overlap",
+        "tests/load/test_pipeline.py::test_current_format_gives_exact_frames",
+        "tests/load/test_pipeline.py::test_decimal_timestamps_in_python_documents_stay_exact",
     ],
-    "traceprobe/load/split.py": ["tests/test_split.py"],
+    "traceprobe/load/split.py": ["tests/load/test_split.py"],
 }
 
 _CMP: dict[type, type] = {

@@ -316,8 +316,9 @@ def test_real_trace_round_trip(tmp_path: Path) -> None:
     # window is the profiled steps: a narrower one)
     from traceprobe.load.pipeline import load
     from traceprobe.metrics.devices import device_busy
+    from traceprobe.metrics.grouping import Windows
 
     tl = load(BENCH)
     lo, hi = tl.span
-    (device,) = device_busy(tl.gpu, tl.devices, hi - lo)
+    ((device,),) = device_busy(tl.gpu, tl.devices, Windows.one(lo, hi))
     assert gaps_us == pytest.approx(device.idle_ns / 1000, abs=0.5)

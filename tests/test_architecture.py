@@ -4,6 +4,8 @@ click) in the analysis, every command documented.
 load -> timeline -> metrics -> report -> render -> cli; record is a separate wing that writes
 traces. The checker (module_graph, import_cycles, layer_violations) reads any copy of the
 package, and is shown to catch a circle and an upward import in a deliberately broken copy.
+Renderers draw what metrics computed (drawing_violations): they import from metrics only the
+entry points made for pictures and compute no sets of time, shown failing on planted copies.
 """
 
 from __future__ import annotations
@@ -295,3 +297,115 @@ def test_the_checker_catches_a_circle_an_upward_import_and_click_below_the_cli(
     bad = layer_violations(broken)
     assert "traceprobe.load.read (layer 1) imports traceprobe.report.build (layer 3)" in bad
     assert "traceprobe.metrics.top imports click (only cli/ and record/ may)" in bad
+
+
+# ----------------------------------------------------------------------------- drawing
+# Renderers draw what metrics computed: they import from metrics only the entry points made
+# for pictures, and build no sets of time themselves (no union, intersection, difference,
+# coverage... of intervals). ``annotate`` draws the same sets into a trace: the second rule
+# holds for it too. Measuring a set over pixels (``measure_within``, ``covered_within``) and
+# coarsening it for a resolution (``merge_close``) are drawing, allowed.
+
+DRAWERS = ("render",)  # parts whose every module is a renderer
+ALSO_DRAWS = ("traceprobe.annotate",)  # modules held to the second rule
+# what renderers may import from metrics: the sets pictures draw (bands), the host account
+# (regions: the host's classes; nesting: which event encloses which) and the window set
+FOR_PICTURES = ("traceprobe.metrics.bands", "traceprobe.metrics.regions",
+                "traceprobe.metrics.nesting", "traceprobe.metrics.grouping.Windows")
+DRAWING = frozenset({"Spans", "EMPTY", "measure_within", "covered_within", "merge_close"})
+# left for the host account's move into metrics (issue 23, the host half): the host lanes
+# still find each thread's innermost event here
+LEFT = {"traceprobe.render.lanes:host_lanes"}
+
+
+def _interval_uses(tree: ast.Module) -> list[tuple[str, str]]:
+    """(enclosing top-level name, interval function) for every use of a name taken from
+    ``traceprobe.intervals``, or of an attribute of that module, in ``tree``."""
+    names: dict[str, str] = {}
+    modules: set[str] = set()
+    for node in _run_time_imports(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "traceprobe.intervals":
+            names.update({a.asname or a.name: a.name for a in node.names})
+        elif isinstance(node, ast.ImportFrom) and node.module == "traceprobe":
+            modules.update(a.asname or a.name for a in node.names if a.name == "intervals")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "traceprobe.intervals":
+                    modules.add(a.asname or "traceprobe.intervals")
+    out = []
+    for top in tree.body:
+        where = getattr(top, "name", "<module>")
+        for node in ast.walk(top):
+            if isinstance(node, ast.Name) and node.id in names:
+                out.append((where, names[node.id]))
+            elif isinstance(node, ast.Attribute) and ast.unparse(node.value) in modules:
+                out.append((where, node.attr))
+    return out
+
+
+def drawing_violations(pkg: Path) -> list[str]:
+    """Renderers that import metrics internals, and renderers (or annotate) that compute
+    sets of time themselves."""
+    bad = []
+    for path in sorted(pkg.rglob("*.py")):
+        mod = _dotted(pkg, path)
+        draws = _part(pkg, mod) in DRAWERS
+        if not draws and mod not in ALSO_DRAWS:
+            continue
+        tree = ast.parse(path.read_text())
+        if draws:
+            for node in _run_time_imports(tree):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    taken = [f"{node.module}.{a.name}" for a in node.names]
+                elif isinstance(node, ast.Import):
+                    taken = [a.name for a in node.names]
+                else:
+                    continue
+                for name in taken:
+                    if (name.startswith("traceprobe.metrics.") or name == "traceprobe.metrics"
+                            ) and not name.startswith(FOR_PICTURES):
+                        bad.append(f"{mod} imports {name} (metrics internals)")
+        for where, fn in _interval_uses(tree):
+            if fn not in DRAWING and f"{mod}:{where}" not in LEFT:
+                bad.append(f"{mod}:{where} computes intervals ({fn})")
+    return bad
+
+
+def test_renderers_draw_what_metrics_computed() -> None:
+    assert drawing_violations(PKG) == []
+
+
+PLANTED = {
+    "metrics internals": ("render/text.py", "from traceprobe.metrics.devices import device_busy",
+                          "traceprobe.render.text imports traceprobe.metrics.devices.device_busy "
+                          "(metrics internals)"),
+    "a whole package": ("render/markdown.py", "def _m():\n    import traceprobe.metrics.idle",
+                        "traceprobe.render.markdown imports traceprobe.metrics.idle "
+                        "(metrics internals)"),
+    "an interval of its own": (
+        "render/csv.py",
+        "from traceprobe.intervals import intersect as _both\n\n\ndef _hidden(a, b):\n"
+        "    return _both(a, b)",
+        "traceprobe.render.csv:_hidden computes intervals (intersect)"),
+    "through the module": (
+        "render/plot.py", "def _gaps(a):\n    from traceprobe import intervals as iv\n"
+                          "    return iv.gaps(a, 0, 10)",
+        "traceprobe.render.plot:_gaps computes intervals (gaps)"),
+    "annotate too": ("annotate.py", "def _u(a, b):\n    import traceprobe.intervals\n"
+                                    "    return traceprobe.intervals.union(a, b)",
+                     "traceprobe.annotate:_u computes intervals (union)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANTED))
+def test_the_drawing_check_fails_on_a_planted_copy(case: str, tmp_path: Path) -> None:
+    """GIVEN a copy of the package with one renderer that imports metrics internals or
+    computes intervals itself THEN the check names it (and only it)."""
+    import shutil
+
+    broken = tmp_path / "traceprobe"
+    shutil.copytree(PKG, broken, ignore=shutil.ignore_patterns("__pycache__"))
+    rel, code, want = PLANTED[case]
+    path = broken / rel
+    path.write_text(path.read_text() + "\n\n" + code + "\n")
+    assert drawing_violations(broken) == [want]

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -45,13 +44,13 @@ import msgspec
 
 from traceprobe import output
 from traceprobe.errors import OutputError, TraceError
-from traceprobe.intervals import Spans, gaps, intersect, measure_within, spans, union
+from traceprobe.intervals import Spans
 from traceprobe.load.read import read_chunks
-from traceprobe.metrics.devices import device_busy
+from traceprobe.metrics.bands import IdleGaps, idle_gaps, overlap_bands
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process
-from traceprobe.metrics.idle import gap_causes
-from traceprobe.metrics.regions import HostEvents, host_events
-from traceprobe.render.lanes import build_lanes
+from traceprobe.metrics.regions import host_events
+from traceprobe.render.lanes import band_label
 from traceprobe.timeline import Timeline
 
 CATEGORY = "traceprobe"
@@ -83,7 +82,7 @@ class Track:
 def tracks(timeline: Timeline) -> list[Track]:
     """The overlap and idle tracks of ``timeline`` over its whole span (pure).
 
-    The overlap sets are the timeline picture's bands (:mod:`traceprobe.render.lanes`),
+    The overlap sets are the timeline picture's bands (:mod:`traceprobe.metrics.bands`),
     plus one track per pair of GPUs when there are three or four.
     """
     span = timeline.span
@@ -91,28 +90,20 @@ def tracks(timeline: Timeline) -> list[Track]:
     if span is None or not devices:
         return []
     lo, hi = span
-    bands = build_lanes(timeline, span, max_pieces=sys.maxsize).bands  # exact
+    (found,) = overlap_bands(timeline.gpu, devices, Windows.one(lo, hi),
+                             pairs_upto=MAX_PAIR_DEVICES)
+    # "≥2 GPUs busy" first, then a track per pair (three or four GPUs), then per GPU its bands
+    bands = sorted(found, key=lambda b: {"multi_device": 0, "device_pair": 1}.get(b.kind, 2))
     out: list[Track] = []
     for band in bands:
-        name = band.label
+        name = band_label(band.kind, band.device, band.pair)
         if band.kind == "multi_device" and len(devices) == 2:
             name = f"GPU {devices[0]} & GPU {devices[1]} both busy"
         out.append(Track(OVERLAP_PROCESS, name, band.spans))
-    busy = device_busy(timeline.gpu, devices, hi - lo)
-    if 3 <= len(busy) <= MAX_PAIR_DEVICES:
-        at = 1 if bands and bands[0].kind == "multi_device" else 0
-        out[at:at] = [
-            Track(OVERLAP_PROCESS, f"GPU {a.device} & GPU {b.device} both busy",
-                  intersect(a.busy, b.busy))
-            for i, a in enumerate(busy) for b in busy[i + 1 :]
-        ]
-
     ev = host_events(timeline.cpu, host_process(timeline.cpu))
-    for b in busy:
-        idle = gaps(b.busy, lo, hi)
-        others = union(*(d.busy for d in busy if d.device != b.device))
-        labels, args = _idle_labels(ev, idle, others, lo, hi)
-        out.append(Track(IDLE_PROCESS, f"GPU {b.device} idle", idle, labels, args))
+    for idle in idle_gaps(timeline.gpu, devices, ev, lo, hi):
+        labels, args = _idle_labels(idle)
+        out.append(Track(IDLE_PROCESS, f"GPU {idle.device} idle", idle.gaps, labels, args))
     return out
 
 
@@ -132,15 +123,12 @@ def path_tracks(timeline: Timeline) -> list[Track]:
     return [Track(PATH_PROCESS, "critical path", Spans(s, e), labels, args)]
 
 
-def _idle_labels(
-    ev: HostEvents, idle: Spans, others: Spans, lo: int, hi: int
-) -> tuple[list[str], list[dict[str, Any]]]:
+def _idle_labels(idle: IdleGaps) -> tuple[list[str], list[dict[str, Any]]]:
     """Per idle gap its event name and args: the cause of the report's idle partition
     (:func:`traceprobe.metrics.idle.gap_causes`) charged most of it."""
-    host = measure_within(spans(ev.start, ev.end), idle.starts, idle.ends)
     labels, args = [], []
-    for i, cause in enumerate(gap_causes(idle, ev, others, lo, hi)):
-        a: dict[str, Any] = {"host_busy_us": us(int(host[i]))}
+    for i, cause in enumerate(idle.causes):
+        a: dict[str, Any] = {"host_busy_us": us(int(idle.host_busy_ns[i]))}
         if cause is None:
             labels.append("idle")
         else:

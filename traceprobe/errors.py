@@ -11,6 +11,7 @@ Exit codes (documented in README):
     3  bad input: the trace file could not be read or understood
     4  output error: will not overwrite, cannot write
     5  recording failed (torch missing, workload error)
+   70  internal error: a bug in traceprobe (an inference that should hold did not)
 """
 
 from __future__ import annotations
@@ -69,3 +70,14 @@ class RecordError(TraceprobeError):
     """A workload could not be recorded."""
 
     exit_code = 5
+
+
+class InternalError(TraceprobeError):
+    """A bug in traceprobe: something its own inference guarantees did not hold."""
+
+    exit_code = 70
+
+
+class GraphCycle(InternalError):
+    """The dependency graph inferred from a trace has a cycle: an inferred dependency
+    contradicts the others (the inference failed, not the trace)."""

@@ -215,7 +215,7 @@ class Timeline:
         rows :meth:`window` would keep for it, clipped to it, with the window's index in a
         ``win`` column (int64), ordered by window and then as in the frame. An event that
         straddles a boundary appears once per window it falls in. The metrics take such
-        frames and give one result per window (:mod:`traceprobe.metrics.windows`).
+        frames and give one result per window (:mod:`traceprobe.metrics.grouping`).
 
         Sorted, disjoint windows (steps) cost one pass over each frame; others are cut one
         window at a time."""

@@ -3,7 +3,7 @@
 The committed traces recorded on H200s have pageable copies in one direction only (DtoH into
 pageable memory, sample_traces/h200x2/copy/blocking); the third-party corpus, which has more,
 is not in every checkout. This small hand-built Kineto trace gives the raw-JSON check of
-tests/test_metrics_corpus.py both directions, pinned ones beside them, on two devices and
+tests/metrics/test_metrics_corpus.py both directions, pinned ones beside them, on two devices and
 several streams, with kernels that hide some copies partly. Rerun to regenerate:
 
     PYTHONPATH=.:tests python tests/data/make_pageable_copies.py

@@ -146,7 +146,11 @@ def test_check_name_without_the_section_is_undefined() -> None:
 def test_a_filled_efficiency_section_has_the_documented_shape() -> None:
     """docs/REPORT_SCHEMA.md's efficiency object, precision and modules filled (an fp32
     transformer recorded with_modules on an H200)."""
-    from test_report import assert_shape, schema_example
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+    from test_model import assert_shape, schema_example  # tests/report/test_model.py
+
     from traceprobe.load import load
 
     folder = Path(__file__).resolve().parents[2] / "sample_traces/h200/real-loops"

@@ -1,5 +1,6 @@
 """The step breakdown, the phases and the idle causes as bars: in the HTML page (measured in a
-real browser: Debian's chromium driven by Playwright, as tests/test_browser.py) and in --plot.
+real browser: Debian's chromium driven by Playwright, as tests/render/test_browser.py) and in
+--plot.
 
 GIVEN the H200 mnist loop (workers 1: 3 steps, the DataLoader most of each) WHEN the HTML page
 is drawn, THEN every segment's drawn length over its chart's width is the report's figure over
@@ -80,7 +81,8 @@ def test_the_plot_grows_by_the_charts(loop: tuple[Any, dict[str, Any]]) -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None or sync_playwright is None,
-                    reason="chromium or playwright not installed (see tests/test_browser.py)")
+                    reason="chromium or playwright not installed "
+                    "(see tests/render/test_browser.py)")
 def test_bars_in_the_browser_are_as_long_as_the_figures(
         loop: tuple[Any, dict[str, Any]], tmp_path: Path) -> None:
     tl, rep = loop

@@ -11,8 +11,8 @@ import pytest
 
 from traceprobe import output
 from traceprobe.load.pipeline import load
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process
-from traceprobe.metrics.windows import Windows
 from traceprobe.render import as_dict
 from traceprobe.render.jsonfmt import pieces, render
 from traceprobe.report import analyze

@@ -29,7 +29,7 @@ from traceprobe.cli.window import window_option
 from traceprobe.errors import TraceError, UsageError
 from traceprobe.render import formats
 
-FORMATS = [*formats(), "html"]
+FORMATS = formats()  # html among them (a registered format)
 
 HELP = """Measure overlap in PyTorch Profiler (Kineto) traces.
 
@@ -147,8 +147,8 @@ def analyze(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bo
     _check_outputs(files, output_path, csv_dir, plot_path, tb=tb, hta=hta, force=force, so=so)
     timelines, files, errors = _load(files, jobs, strict=strict, so=so)
     stream = fmt == "json" and not (hta or csv_dir is not None or plot_path is not None)
-    data, per_trace, multi, pieces = _report(timelines, step, list(devices) or None, window,
-                                             stream=stream, top=top)
+    data, per_trace, multi, pieces, stepped = _report(
+        timelines, step, list(devices) or None, window, stream=stream, top=top, tb=tb)
     if hta:
         from traceprobe import hta_bridge
 
@@ -163,7 +163,7 @@ def analyze(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bo
             text = _with_job_lines(text, files, timelines, multi.reports)
         output.write_text(output_path, text, force=force, storage_options=so,
                           raw=_colored(fmt, output_path))
-    _write_extras(timelines, files, per_trace, csv_dir, plot_path, tb=tb, force=force)
+    _write_extras(timelines, files, per_trace, csv_dir, plot_path, stepped, tb=tb, force=force)
     if errors and not skip_bad:
         raise click.exceptions.Exit(TraceError.exit_code)
 
@@ -246,11 +246,12 @@ def _load(files: list[Any], jobs: int | None, *, strict: bool, so: dict[str, Any
 
 
 def _report(timelines: list[Any], step: int | Literal["all"] | None, only: list[int] | None,
-            window: str, *, stream: bool, top: int | None
-            ) -> tuple[dict[str, Any], list[dict[str, Any]], Any, Any]:
+            window: str, *, stream: bool, top: int | None, tb: bool = False
+            ) -> tuple[dict[str, Any], list[dict[str, Any]], Any, Any, list[Any]]:
     """The report dict, one dict per trace, the MultiReport of several traces (or None),
-    and, for one trace's JSON alone (``stream``), its pieces instead of the dict (written a
-    step at a time: :func:`traceprobe.render.jsonfmt.pieces`)."""
+    for one trace's JSON alone (``stream``) its pieces instead of the dict (written a step
+    at a time: :func:`traceprobe.render.jsonfmt.pieces`), and with ``tb`` every trace's
+    step="all" report (the same analysis where it can: report.build.analyze_with_steps)."""
     from traceprobe import report as rp
     from traceprobe.render import as_dict
 
@@ -258,17 +259,25 @@ def _report(timelines: list[Any], step: int | Literal["all"] | None, only: list[
         from traceprobe.report.build import check_devices
 
         check_devices(timelines, only)
+    stepped: list[Any] = []
+    rep: Any
+    if tb:  # the scalars need every step: one analysis per trace gives both reports
+        from traceprobe.report.build import analyze_with_steps
+
+        rep, stepped = analyze_with_steps(timelines, step=step, devices=only, window=window)
+    elif len(timelines) == 1:
+        rep = rp.analyze(timelines[0], step=step, devices=only, window=window)
+    else:
+        rep = rp.analyze_many(timelines, step=step, devices=only, window=window)
     if len(timelines) == 1:
-        report = rp.analyze(timelines[0], step=step, devices=only, window=window)
         if stream:
             from traceprobe.render.jsonfmt import pieces
 
-            return {}, [{}], None, pieces(report, top=top)
-        data = as_dict(report)
-        return data, [data], None, None
-    multi = rp.analyze_many(timelines, step=step, devices=only, window=window)
-    data = as_dict(multi)
-    return data, list(data["traces"]), multi, None
+            return {}, [{}], None, pieces(rep, top=top), stepped
+        data = as_dict(rep)
+        return data, [data], None, None, stepped
+    data = as_dict(rep)
+    return data, list(data["traces"]), rep, None, stepped
 
 
 def _colored(fmt: str, output_path: str) -> bool:
@@ -298,7 +307,8 @@ def _with_job_lines(text: str, files: list[Any], timelines: list[Any], reports: 
 
 
 def _write_extras(timelines: list[Any], files: list[Any], per_trace: list[dict[str, Any]],
-                  csv_dir: Path | None, plot_path: str | None, *, tb: bool, force: bool) -> None:
+                  csv_dir: Path | None, plot_path: str | None, stepped: list[Any], *,
+                  tb: bool, force: bool) -> None:
     """--csv, --plot, --tensorboard, after the report."""
     if csv_dir is not None:
         from traceprobe.render.csv import write_csv
@@ -309,12 +319,11 @@ def _write_extras(timelines: list[Any], files: list[Any], per_trace: list[dict[s
 
         write_plots(timelines, per_trace, plot_path, force=force)
     if tb:
-        from traceprobe import report as rp
         from traceprobe import tensorboard
 
         groups: dict[Path, list[dict]] = {}
-        for f, tl in zip(files, timelines, strict=True):
-            groups.setdefault(Path(f).parent, []).append(rp.analyze(tl, step="all").to_dict())
+        for f, r in zip(files, stepped, strict=True):  # reports made with step="all"
+            groups.setdefault(Path(f).parent, []).append(r.to_dict())
         for run_dir, reports in groups.items():
             tensorboard.write_scalars(run_dir, reports, force=force)
 

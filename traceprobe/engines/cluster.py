@@ -7,9 +7,11 @@ each), so that a thousand small traces do not pay the scheduler's per-task cost 
 times; tasks are submitted with ``pure=False`` and gathered as they complete; each result is
 taken and its future released at once, so the client holds summaries only.
 A worker that dies is retried by Dask (its ``allowed-failures``, 3 by default); a task
-that still fails (``KilledWorker``, or an error that is not a trace's) becomes a
-:class:`~traceprobe.ranks.summary.Failure` naming the file, as the local engine reports
-a file it cannot read.
+whose workers kept dying (``KilledWorker``) becomes a
+:class:`~traceprobe.ranks.summary.Failure` naming its files, as a file that cannot be read
+does. Any other error a task raises is a bug in traceprobe (``summarise`` turns a trace's
+own problems into a ``Failure``): it is raised here as the local engine raises it, so the
+same bug gives the same exit code (70) on every engine.
 
 Paths travel as strings and are opened by the workers: local paths that every worker can
 open (one machine, or a shared file system mounted at the same place), or fsspec URLs
@@ -85,7 +87,7 @@ class DaskEngine:
 
     def map(self, fn: Callable[[str], Any], items: Sequence[str], *, progress: bool = False
             ) -> list[Any]:
-        from distributed import as_completed
+        from distributed import KilledWorker, as_completed
 
         from traceprobe.ranks.summary import Failure
 
@@ -104,7 +106,7 @@ class DaskEngine:
                 try:
                     for i, r in zip(batch, fut.result(), strict=True):
                         results[i] = r
-                except Exception as e:  # a dead worker (KilledWorker) or an unexpected error
+                except KilledWorker as e:  # its workers died: the batch's files failed
                     for i in batch:
                         results[i] = Failure(str(items[i]), f"the Dask task failed ({e!r})",
                                              "see the Dask workers' logs")

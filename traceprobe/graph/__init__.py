@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from traceprobe.errors import TraceError, UsageError
+from traceprobe.errors import GraphCycle, TraceError, UsageError
 
 if TYPE_CHECKING:
     from traceprobe.graph.model import Graph
@@ -167,7 +167,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
         base = replay(g, Plan.of(g))
         p = plan(g, parsed)
         pred = replay(g, p)
-    except ValueError as err:  # a cycle: an inferred dependency contradicts the others
+    except GraphCycle as err:  # an inferred dependency contradicts the others
         raise TraceError(tl.source, f"cannot replay it: {err}",
                          "report it with the trace; `traceprobe analyze` still works") from None
     rows = g.steps

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from traceprobe.errors import GraphCycle
 from traceprobe.graph.delays import resource_prev
 from traceprobe.graph.delays import stream_prev as _stream_prev
 from traceprobe.graph.model import GPU, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph
@@ -234,5 +235,5 @@ def _order(g: Graph, succ: np.ndarray, pred: np.ndarray, ref: np.ndarray,
             if deg[j] == 0:
                 heapq.heappush(heap, (posl[j], j))
     if len(res) < m:
-        raise ValueError(f"the dependency graph has a cycle ({m - len(res)} events on it)")
+        raise GraphCycle(f"the dependency graph has a cycle ({m - len(res)} events on it)")
     return np.array(res, np.int64)

@@ -19,17 +19,13 @@ Modules, one concept each:
 * :mod:`.top`     — top kernels and CPU ops by total time; :mod:`.nesting` their self time.
 * :mod:`.runs`    — which traces are ranks of one job.
 
-Every figure is computed for many windows at once (``--step all``: every ProfilerStep):
-each function ``f`` has ``f_by_window`` taking frames cut by
-:meth:`traceprobe.timeline.Timeline.cut` and giving one result per window, and ``f`` itself
-is its one-window case. The grouping underneath:
-
-* :mod:`.windows` — the window set, the window of each row, grouped quantiles.
-* :mod:`.sweeps`  — interval unions, depth sweeps and pair overlaps of many groups at once.
-* :mod:`.axis`    — many windows laid end to end on one time axis (idle causes, steps).
-* :mod:`.keyed`   — rows grouped by (window, key columns), as ``groupby`` would (top lists).
-* :mod:`.lookups` — look-ups and searches among rows keyed by several integer columns.
-* :mod:`.rows`    — many rows of one frozen dataclass at once, from columns.
+Every figure is computed for many windows at once (``--step all``: every ProfilerStep), with
+one signature: ``f(inputs..., windows: Windows, options...)`` takes frames cut by
+:meth:`traceprobe.timeline.Timeline.cut` (or the per-window results of another figure) and
+gives a list, one result per window; the one-window case is ``f(..., Windows.one(lo,
+hi))[0]``. The grouping underneath (the windows, rows grouped by window and key, exact
+grouped sums, look-ups, the per-window cut) is :mod:`.grouping`; the interval algebra of
+many groups at once is in :mod:`traceprobe.intervals`.
 
 The definitions of every figure are in ``docs/FIGURES.md``.
 """

@@ -11,9 +11,8 @@ reads and writes). ``link_share = gb_per_s / link_gb_per_s``. A copy to or from
 *pageable* host memory goes through a staging buffer and blocks the host; ``pageable``
 says so, and the fix is ``pin_memory`` (``tensor.pin_memory()``, ``DataLoader(pin_memory=True)``).
 
-:func:`copy_rates_by_window` gives the rows of every window of a cut frame at once (grouped
-by (window, device, direction, kinds) in one pass, :mod:`.keyed`); :func:`copy_rates` is its
-one-window case.
+:func:`copy_rates` gives the rows of every window of a cut frame at once (grouped by
+(window, device, direction, kinds) in one pass, :func:`.grouping.key_groups`).
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.metrics.keyed import count_of, key_groups, of_kind, per_window, values_at
-from traceprobe.metrics.windows import Windows, win_of
+from traceprobe.metrics.grouping import Windows, key_groups, of_kind, per_window, values_at, win_of
 
 # GPU name fragment -> (PCIe GB/s per direction, NVLink GB/s per direction, HBM GB/s)
 LINKS: dict[str, tuple[float, float | None, float]] = {
@@ -68,21 +66,14 @@ def expected_link(name: str | None, direction: str) -> tuple[str | None, float |
 
 
 def copy_rates(
-    gpu: pd.DataFrame, devices: Sequence[int], names: Mapping[int, str | None]
-) -> tuple[CopyRate, ...]:
-    """One row per (device, direction, source kind, destination kind), by device then size."""
-    return copy_rates_by_window(gpu, devices, names, 1)[0]
-
-
-def copy_rates_by_window(
     gpu: pd.DataFrame, devices: Sequence[int], names: Mapping[int, str | None],
-    nwin: int | Windows,
+    windows: Windows,
 ) -> list[tuple[CopyRate, ...]]:
-    """:func:`copy_rates` of each window of a cut ``gpu`` frame (one per window index).
+    """Per window of a cut ``gpu`` frame: one row per (device, direction, source kind,
+    destination kind), by device then size.
 
     Grouped by (window, device, direction, source kind, destination kind) in one pass;
     within a window, rows by device, then bytes descending, then direction and kinds."""
-    nwin = count_of(nwin)
     rows = (of_kind(gpu, "memcpy")
             & np.isin(gpu["device"].to_numpy(dtype=np.int64), list(devices)))
     nbytes = gpu["bytes"].to_numpy(dtype=np.int64)[rows]
@@ -121,4 +112,4 @@ def copy_rates_by_window(
                 pageable="Pageable" in (src, dst),
             )
         )
-    return per_window(out, g.win[order], nwin)
+    return per_window(out, g.win[order], windows)

@@ -14,36 +14,33 @@ most ``ALL_PAIRS_UPTO`` streams; above that, only the ``TOP_PAIRS`` most overlap
 pairs (``pairs_omitted`` true), found by the same sweep while the work of
 attributing time to pairs stays within ``PAIR_BUDGET`` (else no pairs are listed).
 
-Many windows at once: each function has a ``*_by_window`` form that takes a frame cut
-by :meth:`traceprobe.timeline.Timeline.cut` (or the per-window results of another) and
-returns one result per window, grouping by (window, device[, stream]) in a few sorts
-(:mod:`.sweeps`); the plain function is its one-window case.
+Many windows at once: each function takes a frame cut by
+:meth:`traceprobe.timeline.Timeline.cut` (or the per-window results of another) and the
+:class:`~.grouping.Windows`, and returns one result per window, grouping by (window,
+device[, stream]) in a few sorts (:mod:`traceprobe.intervals`' grouped sweeps).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import EMPTY, Spans
+from traceprobe.intervals import EMPTY, Grouped, Spans, depths, offsets, overlaps, unions
 from traceprobe.metrics import fraction, internal
-from traceprobe.metrics.rows import rows_of
-from traceprobe.metrics.sweeps import (
-    Grouped,
-    depths,
-    overlaps,
+from traceprobe.metrics.grouping import (
+    Windows,
+    chunks,
+    key_changes,
     pairs_within,
+    per_window,
     positions,
     report_rows,
-    unions,
+    rows_of,
+    win_of,
 )
-from traceprobe.metrics.windows import Windows, offsets, win_of
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -121,36 +118,19 @@ def _sorted_runs(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sort rows by ``keys`` (first key most significant); return the order and, in it, where
     a new distinct key starts."""
     order = np.lexsort(keys[::-1])
-    new = np.zeros(len(order), bool)
-    new[:1] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
-    return order, new
+    return order, key_changes(*(k[order] for k in keys))
 
 
 def device_busy(
     gpu: pd.DataFrame,
     devices: Sequence[int],
-    window_ns: int,
-    names: Mapping[int, str | None] | None = None,
-) -> tuple[DeviceBusy, ...]:
-    """Busy, per-kind busy, counts and idle for each of ``devices`` (zeros for one without events).
-
-    ``gpu`` must already be restricted to the analysed window (``Timeline.window``);
-    ``window_ns`` is that window's length.
-    """
-    return device_busy_by_window(gpu, devices, Windows.one(0, window_ns), names)[0]
-
-
-def device_busy_by_window(
-    gpu: pd.DataFrame,
-    devices: Sequence[int],
     windows: Windows,
     names: Mapping[int, str | None] | None = None,
 ) -> list[tuple[DeviceBusy, ...]]:
-    """:func:`device_busy` of every window of a cut ``gpu`` frame (item i: window i, whose
-    length is ``windows.length[i]``).
+    """Per window of a cut ``gpu`` frame (item i: window i, whose length is
+    ``windows.length[i]``): busy, per-kind busy, counts and idle for each of ``devices``
+    (zeros for one without events). A frame that was not cut must already be restricted to
+    the window (``Timeline.window``).
 
     Grouped by (window, device): one sort for the busy unions, one for the per-kind unions
     (group × kind), one for the extent of each group's rows and one for its distinct streams."""
@@ -174,7 +154,7 @@ def device_busy_by_window(
     distinct = np.bincount(g[order][new], minlength=size)
     extent = np.zeros(size, np.int64)
     if len(g):
-        first = np.flatnonzero(np.r_[True, g[order][1:] != g[order][:-1]])
+        first = np.flatnonzero(key_changes(g[order]))
         extent[g[order][first]] = (np.maximum.reduceat(e[order], first)
                                    - np.minimum.reduceat(s[order], first))
     wanted = list(devices)
@@ -193,27 +173,19 @@ def device_busy_by_window(
         streams=distinct[at].tolist(), busy=busy.spans(at),
         kernel=by_kind.spans(at * 3),
     )
-    return _chunks(rows, len(wanted), n)
+    return chunks(rows, len(wanted), windows)
 
 
-def _chunks(rows: list[T], k: int, n: int) -> list[tuple[T, ...]]:
-    """``rows`` as ``n`` consecutive tuples of ``k``."""
-    return [tuple(rows[w * k : (w + 1) * k]) for w in range(n)]
-
-
-def stream_busy(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[StreamBusy, ...]:
-    """One row per (device, stream) with activity, ordered by device then stream."""
-    return stream_busy_by_window(gpu, devices, 1)[0]
-
-
-def stream_busy_by_window(
-    gpu: pd.DataFrame, devices: Sequence[int], n: int
+def stream_busy(
+    gpu: pd.DataFrame, devices: Sequence[int], windows: Windows
 ) -> list[tuple[StreamBusy, ...]]:
-    """:func:`stream_busy` of each of the ``n`` windows of a cut ``gpu`` frame.
+    """Per window of a cut ``gpu`` frame: one row per (device, stream) with activity,
+    ordered by device then stream.
 
     All (window, device, stream) groups at once: one sort finds the groups, then one sort
     each for the busy, kernel and memcpy unions and for the self-overlap sweep, so thousands
     of streams or windows cost what one does (no loop in Python beyond building the rows)."""
+    n = windows.n
     pos, _ = positions(gpu["device"].to_numpy(np.int64), devices)
     keep = pos >= 0
     if not keep.any():
@@ -241,31 +213,22 @@ def stream_busy_by_window(
         memcpys=counts[:, 1].tolist(), memsets=counts[:, 2].tolist(), kernel_ns=kernel_ns,
         memcpy_ns=memcpy_ns, self_overlap_ns=self_overlap, busy=busy.spans(),
     )
-    bounds = offsets(win[first], n).tolist()
-    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
+    return per_window(rows, win[first], windows)
 
 
 def stream_concurrency(
-    streams: Sequence[StreamBusy], devices: Sequence[int]
-) -> tuple[StreamConcurrency, ...]:
-    """Per device: time with >= 2 streams busy, the most at once, and the pairs' overlap.
-
-    Works on each stream's busy *union*, so the depth of the sweep is the number
-    of distinct streams busy at an instant. Linear in the streams (one sort per device).
-    """
-    return stream_concurrency_by_window([streams], devices)[0]
-
-
-def stream_concurrency_by_window(
-    streams: Sequence[Sequence[StreamBusy]], devices: Sequence[int]
+    streams: Sequence[Sequence[StreamBusy]], devices: Sequence[int], windows: Windows
 ) -> list[tuple[StreamConcurrency, ...]]:
-    """:func:`stream_concurrency` of each window's streams (``streams[i]``: window i's).
+    """Per window (``streams[i]``: window i's streams), per device: time with >= 2 streams
+    busy, the most at once, and the pairs' overlap.
 
-    Grouped by (window, device), the streams of a group in the order given: one sweep over
-    all their busy pieces gives each group's time with >= 2 streams and the most at once;
+    Works on each stream's busy *union*, so the depth of the sweep is the number of
+    distinct streams busy at an instant. Grouped by (window, device), the streams of a group
+    in the order given: one sweep over all their busy pieces gives each group's time with
+    >= 2 streams and the most at once;
     one more over the pieces of every pair (groups of at most ``ALL_PAIRS_UPTO`` streams)
     gives each pair's overlap. Larger groups list their :func:`top_pairs`."""
-    n = len(streams)
+    n = windows.n
     everyone = [sb for mine in streams for sb in mine]
     pos, uniq = positions(np.fromiter((sb.device for sb in everyone), np.int64, len(everyone)),
                           devices)
@@ -297,7 +260,7 @@ def stream_concurrency_by_window(
         concurrent_ns=sweep.cover2[at].tolist(), max_concurrent=sweep.max_depth[at].tolist(),
         pairs=listed, pairs_omitted=[k > ALL_PAIRS_UPTO for k in size],
     )
-    return _chunks(rows, len(wanted), n)
+    return chunks(rows, len(wanted), windows)
 
 
 def top_pairs(

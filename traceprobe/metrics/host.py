@@ -19,13 +19,12 @@
   its median kernel is shorter than their median, together they hold at least
   :data:`LAUNCH_BOUND_SHARE` of the window (``host_late_ns``), and more than the host spent
   inside DataLoader ranges in the window (a loop that waits longer for data than for
-  launches is DataLoader-bound first). Given a bare count of windows (lengths unknown)
-  the two time tests are skipped.
+  launches is DataLoader-bound first).
 
-Both are computed for many windows at once (``*_by_window``, on frames cut by
+Both are computed for many windows at once (on frames cut by
 :meth:`traceprobe.timeline.Timeline.cut`): every match and search is keyed by the window
-as well (:mod:`traceprobe.metrics.lookups`), so window i's figures are those of its clipped
-rows alone; the one-window functions are that with a single window.
+as well (the look-ups of :mod:`traceprobe.metrics.grouping`), so window i's figures are
+those of its clipped rows alone.
 """
 
 from __future__ import annotations
@@ -38,9 +37,19 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.intervals import measure_within, spans
-from traceprobe.metrics.lookups import first_of_each, group_ids, latest_end_before, lookup, rank
+from traceprobe.metrics.grouping import (
+    Windows,
+    first_of_each,
+    group_ids,
+    grouped_max,
+    grouped_quantile,
+    key_changes,
+    latest_end_before,
+    lookup,
+    rank,
+    win_of,
+)
 from traceprobe.metrics.regions import classify
-from traceprobe.metrics.windows import Windows, grouped_quantile, win_of
 
 RUNTIME_KINDS = ("cuda_runtime", "cuda_sync", "cuda_driver")  # also the tie-break order
 LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
@@ -120,19 +129,12 @@ def host_process(cpu: pd.DataFrame) -> int | None:
     return None
 
 
-def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame) -> LaunchLatency:
-    """Kernel start − launching call start, matched by correlation id (see module docstring)."""
-    return launch_latency_by_window(gpu, cpu, 1)[0]
-
-
-def launch_latency_by_window(
-    gpu: pd.DataFrame, cpu: pd.DataFrame, n: int | Windows
-) -> list[LaunchLatency]:
-    """:func:`launch_latency` of each window ``0..n-1`` of cut frames (:mod:`.windows`; a
-    frame that was not cut is window 0). A kernel and its call are matched by (window,
-    correlation), so each window sees only its own clipped rows; the figures are grouped by
-    window (a ``bincount`` or one sort each)."""
-    n = n.n if isinstance(n, Windows) else n
+def launch_latency(gpu: pd.DataFrame, cpu: pd.DataFrame, windows: Windows) -> list[LaunchLatency]:
+    """Per window of cut frames (a frame that was not cut is window 0): kernel start −
+    launching call start, matched by correlation id (see module docstring). A kernel and
+    its call are matched by (window, correlation), so each window sees only its own clipped
+    rows; the figures are grouped by window (a ``bincount`` or one sort each)."""
+    n = windows.n
     la = _launches(gpu, cpu)
     unqueued = _stream_drained_at(gpu, la) <= la.call
     waited = unqueued & _waited(gpu, la)
@@ -142,10 +144,10 @@ def launch_latency_by_window(
     total = np.bincount(w, weights=lat, minlength=n).tolist()  # exact: integer sums < 2**53
     p50 = grouped_quantile(lat, w, n, 50).tolist()
     p95 = grouped_quantile(lat, w, n, 95).tolist()
-    top = _grouped_max(lat, w, n).tolist()
+    top = grouped_max(lat, w, n).tolist()
     n_idle = np.bincount(w[idle], minlength=n).tolist()
     idle_p50 = grouped_quantile(lat[idle], w[idle], n, 50).tolist()
-    idle_top = _grouped_max(lat[idle], w[idle], n).tolist()
+    idle_top = grouped_max(lat[idle], w[idle], n).tolist()
     n_waited = np.bincount(w[waited], minlength=n).tolist()
     none = LaunchLatency(0, None, None, None, None)
     return [
@@ -202,15 +204,6 @@ def _launches(gpu: pd.DataFrame, cpu: pd.DataFrame) -> _Launches:
     return _Launches(w[f], lat[keep], call[keep], d[f], st[f], s[f], _col(gpu, "comm", m)[f])
 
 
-def _grouped_max(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
-    """Per group ``0..n-1`` of ``gid`` (ascending): the largest value (0 for an empty one)."""
-    out = np.zeros(n, np.int64)
-    if len(values):
-        starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
-        out[gid[starts]] = np.maximum.reduceat(values, starts)
-    return out
-
-
 def _waited(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
     """Per launch: did its first kernel wait on another stream? A comm kernel always does;
     otherwise an activity of another stream of its device (in its window) ended in
@@ -230,7 +223,7 @@ def _waited(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
     a, b = pos[: len(ask)], pos[len(ask):]
     streams = _col(gpu, "stream")[order]
     n = len(streams)
-    change = np.r_[True, streams[1:] != streams[:-1]]
+    change = key_changes(streams)
     run = np.cumsum(change) - 1
     run_end = np.r_[np.flatnonzero(change)[1:], n]
     first = np.minimum(a, n - 1)
@@ -250,29 +243,18 @@ def _stream_drained_at(gpu: pd.DataFrame, la: _Launches) -> np.ndarray:
 
 
 def kernel_gaps(
-    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None = None,
-    window: tuple[int, int] | None = None,
-) -> tuple[KernelGaps, ...]:
-    """Per (device, stream) with at least two kernels: gaps between consecutive kernels,
-    which of them were host-late, and whether the stream is launch-bound (module docstring).
-    ``cpu`` gives the launching calls; without it no gap is host-late. ``window`` (ns): its
-    bounds, for the launch-bound tests that need its length."""
-    return kernel_gaps_by_window(gpu, devices, cpu,
-                                 Windows.one(*window) if window is not None else 1)[0]
-
-
-def kernel_gaps_by_window(
-    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None, n: int | Windows
+    gpu: pd.DataFrame, devices: Sequence[int], cpu: pd.DataFrame | None, windows: Windows
 ) -> list[tuple[KernelGaps, ...]]:
-    """:func:`kernel_gaps` of each window ``0..n-1`` of cut frames (:mod:`.windows`): the
-    kernels are sorted once by (window, device, stream, start, end), so each (window, device,
-    stream) is a run of rows; its gaps are grouped by that run (``bincount`` and
-    :func:`~.windows.grouped_quantile`)."""
-    length = loader = None
-    if isinstance(n, Windows):
-        length = n.length.tolist()
-        loader = _loader_ns(cpu, n).tolist()
-    n = n.n if isinstance(n, Windows) else n
+    """Per window of cut frames, per (device, stream) with at least two kernels: gaps
+    between consecutive kernels, which of them were host-late, and whether the stream is
+    launch-bound (module docstring; the window's length and DataLoader time enter it).
+    ``cpu`` gives the launching calls; without it no gap is host-late. The kernels are
+    sorted once by (window, device, stream, start, end), so each (window, device, stream)
+    is a run of rows; its gaps are grouped by that run (``bincount`` and
+    :func:`~.grouping.grouped_quantile`)."""
+    n = windows.n
+    length = windows.length.tolist()
+    loader = _loader_ns(cpu, windows).tolist()
     m = (gpu["kind"].to_numpy() == "kernel") & gpu["device"].isin(list(devices)).to_numpy()
     if m.sum() < 2:
         return [()] * n
@@ -291,20 +273,20 @@ def kernel_gaps_by_window(
     positive = np.bincount(g[gap > 0], minlength=ng).tolist()
     total = np.bincount(g, weights=gap, minlength=ng).tolist()  # exact: integer sums < 2**53
     p50 = grouped_quantile(gap, g, ng, 50).tolist()
-    top = _grouped_max(gap, g, ng).tolist()
+    top = grouped_max(gap, g, ng).tolist()
     n_late = np.bincount(g[late], minlength=ng).tolist()
     late_ns = np.bincount(g[late], weights=gap[late], minlength=ng).astype(np.int64).tolist()
     late_p50 = grouped_quantile(gap[late], g[late], ng, 50).tolist()
     kernel_p50 = grouped_quantile(e - s, gid, ng, 50).tolist()
-    head = np.flatnonzero(np.r_[True, ~same])
+    head = np.flatnonzero(key_changes(gid))
     gw, gd, gs = w[head].tolist(), dev[head].tolist(), st[head].tolist()
     out: list[list[KernelGaps]] = [[] for _ in range(n)]
     for i in range(ng):
         if not pairs[i]:
             continue
         lp50 = late_p50[i] if n_late[i] else None
-        material = length is None or loader is None or (
-            late_ns[i] >= LAUNCH_BOUND_SHARE * length[gw[i]] and late_ns[i] > loader[gw[i]])
+        material = (late_ns[i] >= LAUNCH_BOUND_SHARE * length[gw[i]]
+                    and late_ns[i] > loader[gw[i]])
         out[gw[i]].append(KernelGaps(
             device=gd[i],
             stream=gs[i],

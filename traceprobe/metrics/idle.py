@@ -24,12 +24,11 @@ report lists the :data:`TOP_CAUSES` largest). Each cause carries ``ns``, ``share
 device's idle time) and ``calls`` (events of that name that own some of its time; for
 ``host idle`` the idle gaps that hold some).
 
-:func:`idle_causes_by_window` does this for many windows at once (``--step all``): the
-windows lie end to end on one :class:`~.axis.Axis`, the innermost events of every window
+:func:`idle_causes` does this for many windows at once (``--step all``): the
+windows lie end to end on one :class:`~.grouping.Axis`, the innermost events of every window
 are found in one sweep, each device's idle set is one difference over all windows, and the
 charged segments are summed per (window, kind, name) in one sort, then ranked in another.
-Per window only the result's dataclasses are built in Python. :func:`idle_causes` is the
-same for one window.
+Per window only the result's dataclasses are built in Python.
 """
 
 from __future__ import annotations
@@ -40,17 +39,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import Spans, difference, measure_within, spans
-from traceprobe.metrics.axis import (
+from traceprobe.intervals import Spans, difference, measure_within, offsets, spans
+from traceprobe.metrics.devices import DeviceBusy
+from traceprobe.metrics.grouping import (
     Axis,
-    first_of_runs,
+    Windows,
+    grouped_sum,
+    key_changes,
     sorted_unique,
     string_ranks,
 )
-from traceprobe.metrics.devices import DeviceBusy
 from traceprobe.metrics.host import Cause, HostIdle
 from traceprobe.metrics.regions import UNTRACED, HostEvents, owners
-from traceprobe.metrics.windows import Windows, grouped_sum, offsets
 
 TOP_CAUSES = 5
 TOP_CHILDREN = 3
@@ -64,23 +64,17 @@ _KIND = {k: i for i, k in enumerate(KIND_ORDER)}  # a kind's code is its rank in
 
 
 def idle_causes(
-    busy: Sequence[DeviceBusy], ev: HostEvents, lo: int, hi: int, top: int = TOP_CAUSES
-) -> tuple[HostIdle, ...]:
-    """Per device: idle time in ``[lo, hi)``, how much of it the host was busy, and why."""
-    return idle_causes_by_window([tuple(busy)], ev, Windows.one(lo, hi), top)[0]
-
-
-def idle_causes_by_window(
     busy_per_window: Sequence[Sequence[DeviceBusy]],
     ev: HostEvents,
     windows: Windows,
     top: int = TOP_CAUSES,
 ) -> list[tuple[HostIdle, ...]]:
-    """:func:`idle_causes` of every window at once: item ``i`` is its result for window
-    ``i`` with the busy sets ``busy_per_window[i]`` and the events of ``ev`` whose ``win``
-    is ``i`` (all of them when ``ev`` has no ``win``).
+    """Per window, per device: idle time in the window, how much of it the host was busy,
+    and why. Item ``i`` is the result for window ``i`` with the busy sets
+    ``busy_per_window[i]`` and the events of ``ev`` whose ``win`` is ``i`` (all of them
+    when ``ev`` has no ``win``).
 
-    All windows lie on one :class:`~.axis.Axis`; the innermost events are found once for
+    All windows lie on one :class:`~.grouping.Axis`; the innermost events are found once for
     all of them, then for the ``j``-th device of every window at once: its idle set, the
     other devices' busy set, the charged segments and their sums per (window, cause).
     """
@@ -137,7 +131,7 @@ def gap_causes(
         return out
     (gap_of, kind, name), ns, _ = _sums([ch.gap, ch.kind, ch.name], ch.ns)
     order = np.lexsort((laid.name_rank[name], kind, -ns, gap_of))
-    best = order[first_of_runs(gap_of[order])]
+    best = order[key_changes(gap_of[order])]
     for gap, k, nm, v in zip(gap_of[best].tolist(), kind[best].tolist(), name[best].tolist(),
                              ns[best].tolist(), strict=True):
         out[gap] = (KIND_ORDER[k], laid.names[nm], v)
@@ -291,12 +285,12 @@ def _sums(
     sort_by = ([ev] if ev is not None else []) + keys[::-1]
     order = np.lexsort(tuple(sort_by))
     ks = [k[order] for k in keys]
-    first = np.flatnonzero(first_of_runs(*ks))
+    first = np.flatnonzero(key_changes(*ks))
     if not first.size:
         empty = np.empty(0, np.int64)
         return [empty] * len(keys), empty, empty
     total = np.add.reduceat(ns[order], first)
-    calls = (np.add.reduceat(first_of_runs(*ks, ev[order]).astype(np.int64), first)
+    calls = (np.add.reduceat(key_changes(*ks, ev[order]).astype(np.int64), first)
              if ev is not None else np.zeros(first.size, np.int64))
     return [k[first] for k in ks], total, calls
 
@@ -304,7 +298,7 @@ def _sums(
 def _rank_in_run(*sorted_keys: np.ndarray) -> np.ndarray:
     """Each row's position in its run of equal ``sorted_keys`` (0 for the run's first)."""
     idx = np.arange(sorted_keys[0].shape[0])
-    start = np.maximum.accumulate(np.where(first_of_runs(*sorted_keys), idx, 0))
+    start = np.maximum.accumulate(np.where(key_changes(*sorted_keys), idx, 0))
     return idx - start
 
 

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from traceprobe.metrics.grouping import key_changes
+
 
 def self_times(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) -> np.ndarray:
     """Per op: ``end - start`` minus the durations of its direct children (ops of the same
@@ -54,11 +56,7 @@ def parents(start: np.ndarray, end: np.ndarray, thread: Sequence[np.ndarray]) ->
     keys = [np.asarray(k, dtype=np.int64) for k in thread]
     order = np.lexsort((-e0, s0, *reversed(keys)))
     s, e = s0[order], e0[order]
-    new = np.zeros(rows, bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
+    new = key_changes(np.zeros(rows, np.int64), *(k[order] for k in keys))
     parent = _last_open(s, e, new)
     child = parent >= 0
     child[child] = e[child] <= e[parent[child]]
@@ -118,11 +116,7 @@ def enclosing(start: np.ndarray, end: np.ndarray,
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     keys = [np.asarray(k, dtype=np.int64) for k in thread]
     order = np.lexsort((-e0, s0, *reversed(keys)))
-    new = np.zeros(rows, bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
+    new = key_changes(np.zeros(rows, np.int64), *(k[order] for k in keys))
     parent_sorted = _last_open(s0[order], e0[order], new)
     parent = np.full(rows, -1, np.int64)
     has = parent_sorted >= 0

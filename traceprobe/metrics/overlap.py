@@ -9,10 +9,10 @@ on their raw clocks: that is only meaningful when the files share one host clock
 (one trace per rank of a job on one machine), and it is only done when the two
 analysed windows intersect.
 
-Many windows at once: each figure but :func:`cross_trace` has a ``*_by_window`` form
-that takes a frame cut by :meth:`traceprobe.timeline.Timeline.cut` and the per-window
-results of :mod:`.devices`' ``*_by_window`` functions, and returns one result per window
-(grouped sweeps, :mod:`.sweeps`); the plain function is its one-window case.
+Many windows at once: each figure but :func:`cross_trace` takes a frame cut by
+:meth:`traceprobe.timeline.Timeline.cut`, the per-window results of :mod:`.devices` and
+the :class:`~.grouping.Windows`, and returns one result per window (the grouped sweeps of
+:mod:`traceprobe.intervals`).
 """
 
 from __future__ import annotations
@@ -23,20 +23,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import Spans, overlap
+from traceprobe.intervals import Grouped, Spans, depths, offsets, overlap, overlaps, unions
 from traceprobe.metrics import fraction
 from traceprobe.metrics.devices import DeviceBusy, StreamBusy, StreamConcurrency
-from traceprobe.metrics.rows import rows_of
-from traceprobe.metrics.sweeps import (
-    Grouped,
-    depths,
-    overlaps,
+from traceprobe.metrics.grouping import (
+    Windows,
+    cut,
+    grouped_sum,
     pairs_within,
+    per_window,
     positions,
     report_rows,
-    unions,
+    rows_of,
+    win_of,
 )
-from traceprobe.metrics.windows import grouped_sum, offsets, win_of
 from traceprobe.timeline import COPY_KINDS
 
 
@@ -107,62 +107,48 @@ def _busy_pieces(busy: Sequence[Sequence[DeviceBusy]]) -> tuple[list[DeviceBusy]
     return members, win, flat, np.repeat(win, np.diff(flat.off))
 
 
-def cross_device(busy: Sequence[DeviceBusy]) -> tuple[DevicePair, ...]:
-    """One row per pair of devices ``a < b`` (in the order given)."""
-    return cross_device_by_window([busy])[0]
-
-
-def cross_device_by_window(busy: Sequence[Sequence[DeviceBusy]]) -> list[tuple[DevicePair, ...]]:
-    """:func:`cross_device` of each window's devices (``busy[i]``: window i's): every pair
-    of every window, their overlaps in one sweep."""
+def cross_device(
+    busy: Sequence[Sequence[DeviceBusy]], windows: Windows
+) -> list[tuple[DevicePair, ...]]:
+    """Per window (``busy[i]``: window i's devices): one row per pair of devices ``a < b``
+    (in the order given); every pair of every window, their overlaps in one sweep."""
     members, win, flat, _ = _busy_pieces(busy)
-    a, b, poff = pairs_within(offsets(win, len(busy)))
+    a, b, poff = pairs_within(offsets(win, windows.n))
     both = overlaps(flat, a, flat, b).tolist()
     size = flat.lengths().tolist()
-    bounds = poff.tolist()
     rows = []
     for p, (i, j) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
         x, la, lb = both[p], size[i], size[j]
         either = la + lb - x
         rows.append(DevicePair((members[i].device, members[j].device), x, either,
                                fraction(x, either), fraction(x, min(la, lb))))
-    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(len(busy))]
+    return cut(rows, poff)
 
 
-def multi_device_ns(busy: Sequence[DeviceBusy]) -> int:
-    """Time with at least two devices busy (each device's busy set counts once)."""
-    return multi_device_ns_by_window([busy])[0]
-
-
-def multi_device_ns_by_window(busy: Sequence[Sequence[DeviceBusy]]) -> list[int]:
-    """:func:`multi_device_ns` of each window: one sweep over all windows' busy pieces."""
+def multi_device_ns(busy: Sequence[Sequence[DeviceBusy]], windows: Windows) -> list[int]:
+    """Per window: time with at least two devices busy (each device's busy set counts
+    once); one sweep over all windows' busy pieces."""
     _, _, flat, piece_win = _busy_pieces(busy)
-    two = depths(piece_win, flat.starts, flat.ends, len(busy)).cover2.tolist()
+    two = depths(piece_win, flat.starts, flat.ends, windows.n).cover2.tolist()
     return [two[w] if len(row) >= 2 else 0 for w, row in enumerate(busy)]
-
-
-def copy_compute(gpu: pd.DataFrame, busy: Sequence[DeviceBusy]) -> tuple[CopyCompute, ...]:
-    """Per device: a row ``"all"``, then one per copy direction present (in ``COPY_KINDS`` order).
-
-    Every device in ``busy`` gets its ``"all"`` row, with zeros when it made no copies.
-    """
-    return copy_compute_by_window(gpu, [busy])[0]
 
 
 _DIRECTIONS = ("all", *COPY_KINDS)
 
 
-def copy_compute_by_window(
-    gpu: pd.DataFrame, busy: Sequence[Sequence[DeviceBusy]]
+def copy_compute(
+    gpu: pd.DataFrame, busy: Sequence[Sequence[DeviceBusy]], windows: Windows
 ) -> list[tuple[CopyCompute, ...]]:
-    """:func:`copy_compute` of each window of a cut ``gpu`` frame (``busy[i]``: window i's
-    devices, from :func:`~traceprobe.metrics.devices.device_busy_by_window`).
+    """Per window of a cut ``gpu`` frame (``busy[i]``: window i's devices, from
+    :func:`~traceprobe.metrics.devices.device_busy`), per device: a row ``"all"``, then one
+    per copy direction present (in ``COPY_KINDS`` order). Every device in ``busy`` gets its
+    ``"all"`` row, with zeros when it made no copies.
 
     Copies are grouped by (window, device, direction), where direction 0 is ``"all"`` (every
     copy) and 1.. are ``COPY_KINDS`` (each copy counted again under its own): one sort for
     the unions, bincounts for the counts, one sweep for every row's overlap with its
     device's kernels."""
-    n = len(busy)
+    n = windows.n
     members = [d for row in busy for d in row]
     copies = gpu[gpu["kind"] == "memcpy"]
     pos, uniq = positions(copies["device"].to_numpy(np.int64), (d.device for d in members))
@@ -208,22 +194,18 @@ def copy_compute_by_window(
         copies=count[group].tolist(), bytes=total_bytes[group].tolist(),
         pageable=n_pageable[group].tolist(),
     )
-    bounds = offsets(member_win[member], n).tolist()
-    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
+    return per_window(rows, member_win[member], windows)
 
 
-def comm_compute(gpu: pd.DataFrame, devices: Sequence[int]) -> tuple[CommCompute, ...]:
-    """Per device with communication kernels: how much of them ran under other kernels."""
-    return comm_compute_by_window(gpu, devices, 1)[0]
-
-
-def comm_compute_by_window(
-    gpu: pd.DataFrame, devices: Sequence[int], n: int
+def comm_compute(
+    gpu: pd.DataFrame, devices: Sequence[int], windows: Windows
 ) -> list[tuple[CommCompute, ...]]:
-    """:func:`comm_compute` of each of the ``n`` windows of a cut ``gpu`` frame.
+    """Per window of a cut ``gpu`` frame, per device with communication kernels: how much
+    of them ran under other kernels.
 
     Kernels grouped by (window, device, comm or not): one sort for the unions, one sweep for
     every group's comm ∩ other kernels."""
+    n = windows.n
     kernels = gpu[gpu["kind"] == "kernel"]
     pos, uniq = positions(kernels["device"].to_numpy(np.int64), devices)
     keep = pos >= 0
@@ -247,28 +229,24 @@ def comm_compute_by_window(
         hidden_ns=h.tolist(), exposed_ns=(c - h).tolist(),
         hidden_fraction=[fraction(x, y) for x, y in zip(h.tolist(), c.tolist(), strict=True)],
     )
-    bounds = offsets(sel // k, n).tolist()
-    return [tuple(rows[bounds[w] : bounds[w + 1]]) for w in range(n)]
+    return per_window(rows, sel // k, windows)
 
 
-def serial(busy: Sequence[DeviceBusy], streams: Sequence[StreamBusy], gpu_span_ns: int) -> Serial:
-    """Σ stream busy against the GPU span and against the union of all devices' busy."""
-    return serial_by_window([busy], [streams], [gpu_span_ns])[0]
-
-
-def serial_by_window(
+def serial(
     busy: Sequence[Sequence[DeviceBusy]],
     streams: Sequence[Sequence[StreamBusy]],
     gpu_span_ns: Sequence[int] | np.ndarray,
+    windows: Windows,
 ) -> list[Serial]:
-    """:func:`serial` of each window (``busy[i]``, ``streams[i]``, ``gpu_span_ns[i]``: window
-    i's): the union of each window's device busy sets by one sweep over all windows."""
+    """Per window (``busy[i]``, ``streams[i]``, ``gpu_span_ns[i]``: window i's): Σ stream
+    busy against the GPU span and against the union of all devices' busy; the union of
+    each window's device busy sets by one sweep over all windows."""
     _, _, flat, piece_win = _busy_pieces(busy)
-    n = len(busy)
+    n = windows.n
     union_ns = depths(piece_win, flat.starts, flat.ends, n).cover1.tolist()
     per_stream = np.fromiter((s.busy_ns for mine in streams for s in mine), np.int64)
     stream_win = np.repeat(np.arange(len(streams), dtype=np.int64), [len(x) for x in streams])
-    serial_ns = grouped_sum(per_stream, stream_win, len(streams)).tolist()
+    serial_ns = grouped_sum(per_stream, stream_win, n).tolist()
     span = [int(x) for x in gpu_span_ns]
     return rows_of(
         Serial, serial_ns=serial_ns, busy_union_ns=union_ns, gpu_span_ns=span,

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.metrics.windows import win_of
+from traceprobe.metrics.grouping import win_of
 
 REGION_CLASSES = ("dataloader", "optimizer", "region")
 LEAF_CLASSES = ("sync", "runtime", "cpu_op")

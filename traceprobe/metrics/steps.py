@@ -23,8 +23,8 @@ DataLoader ranges); host time, the same for every device's row; it sums to the s
 range, a DataLoader range or an ``Optimizer.*`` range) covering each instant, and
 ``(no region)`` for the rest; it also sums to the step.
 
-:func:`step_breakdown_by_window` computes the breakdown of many analysis windows at once
-(``--step all``): every window's steps lie on one :class:`~.axis.Axis`, so each layer is one
+:func:`step_breakdown` computes the breakdown of many analysis windows at once
+(``--step all``): every window's steps lie on one :class:`~.grouping.Axis`, so each layer is one
 union over all windows and each step's share of it one ``measure_within``; the regions
 are summed per (step, name) in one sort.
 """
@@ -37,11 +37,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceprobe.intervals import EMPTY, measure_within, spans, union
-from traceprobe.metrics.axis import Axis, first_of_runs, sorted_unique, string_ranks
+from traceprobe.intervals import EMPTY, measure_within, offsets, spans, union
+from traceprobe.metrics.grouping import (
+    Axis,
+    Windows,
+    key_changes,
+    sorted_unique,
+    string_ranks,
+    win_of,
+)
 from traceprobe.metrics.phases import PHASES, phase_ns
 from traceprobe.metrics.regions import REGION_CLASSES, HostEvents, innermost
-from traceprobe.metrics.windows import offsets, win_of
 
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
               "cpu_exec", "other")
@@ -68,25 +74,21 @@ class StepBreakdown:
 
 
 def step_breakdown(
-    gpu: pd.DataFrame, ev: HostEvents, steps: pd.DataFrame, devices: Sequence[int]
-) -> tuple[StepBreakdown, ...]:
-    """One row per (step, device) of ``steps`` (see the module docstring)."""
-    return step_breakdown_by_window(gpu, ev, steps, devices, 1)[0]
-
-
-def step_breakdown_by_window(
-    gpu: pd.DataFrame, ev: HostEvents, steps: pd.DataFrame, devices: Sequence[int], n: int
+    gpu: pd.DataFrame, ev: HostEvents, steps: pd.DataFrame, devices: Sequence[int],
+    windows: Windows,
 ) -> list[tuple[StepBreakdown, ...]]:
-    """:func:`step_breakdown` of every window at once: item ``i`` is its result on the rows
-    of ``gpu``, ``ev`` and ``steps`` whose ``win`` is ``i`` (cut frames; a frame without
-    ``win`` is window 0). Per window the steps are taken by start (ties: frame order), the
-    first row of each step number kept; devices in the order of ``devices``."""
+    """One row per (step, device) of ``steps`` (see the module docstring), for every window
+    at once: item ``i`` is the rows of ``gpu``, ``ev`` and ``steps`` whose ``win`` is ``i``
+    (cut frames; a frame without ``win`` is window 0). Per window the steps are taken by
+    start (ties: frame order), the first row of each step number kept; devices in the order
+    of ``devices``."""
+    n = windows.n
     if steps.empty:
         return [()] * n
     sw, num, ss, se = _steps(steps)
     lo = np.zeros(n, np.int64)
     hi = np.zeros(n, np.int64)
-    first = first_of_runs(sw)
+    first = key_changes(sw)
     lo[sw[first]] = ss[first]  # the steps are by start: a window's first starts first
     hi[sw[first]] = se[first]
     np.maximum.at(hi, sw, se)
@@ -146,7 +148,7 @@ def _steps(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     se = steps["end"].to_numpy(dtype=np.int64)
     order = np.lexsort((ss, sw))
     by_step = np.lexsort((np.arange(len(order)), num[order], sw[order]))
-    firsts = by_step[first_of_runs(sw[order][by_step], num[order][by_step])]
+    firsts = by_step[key_changes(sw[order][by_step], num[order][by_step])]
     keep = order[np.sort(firsts)]
     return sw[keep], num[keep], ss[keep], se[keep]
 
@@ -174,7 +176,7 @@ def _regions(
     step, name, ns = which[inside], label[inside], length[inside]
     order = np.lexsort((name, step))
     step, name, ns = step[order], name[order], ns[order]
-    first = np.flatnonzero(first_of_runs(step, name))
+    first = np.flatnonzero(key_changes(step, name))
     sums = np.add.reduceat(ns, first) if first.size else ns
     step, name = step[first], name[first]
     order = np.lexsort((string_ranks(names)[name], -sums, step))

@@ -11,9 +11,9 @@ one kernel count ten times, which is what "time spent in this kernel" means.
   (CPU ops of the same thread that it encloses; :mod:`.nesting`). Order: self descending,
   then total, name, dims. ``input_types``: the group's first recorded types.
 
-Every window at once (``*_by_window``, frames cut by :meth:`Timeline.cut`): rows are grouped
-by (window, key) in one pass (:mod:`.keyed`), sorted by window then by the order above, and
-cut into one tuple per window; a window's tuple is what the plain function gives for that
+Every window at once (frames cut by :meth:`Timeline.cut`): rows are grouped by (window,
+key) in one pass (:func:`.grouping.key_groups`), sorted by window then by the order above,
+and cut into one tuple per window; a window's tuple is what the function gives for that
 window's frames alone. A row whose key is missing (NaN) belongs to no group, as in ``groupby``.
 """
 
@@ -26,9 +26,16 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.metrics import fraction
-from traceprobe.metrics.keyed import count_of, key_groups, of_kind, per_window, values_at
+from traceprobe.metrics.grouping import (
+    Windows,
+    grouped_sum,
+    key_groups,
+    of_kind,
+    per_window,
+    values_at,
+    win_of,
+)
 from traceprobe.metrics.nesting import self_times
-from traceprobe.metrics.windows import Windows, win_of
 
 TOP = 10  # what renderers show by default
 KERNEL_KEY = ("name", "device", "grid", "block")
@@ -61,33 +68,19 @@ class TopOp:
 
 
 def top_kernels(
-    gpu: pd.DataFrame, devices: Sequence[int], n: int | None = None
-) -> tuple[TopKernel, ...]:
-    """(kernel name, device, grid, block) groups by summed duration; the first ``n`` (all if
-    None)."""
-    return top_kernels_by_window(gpu, devices, 1, n)[0]
-
-
-def top_ops(cpu: pd.DataFrame, n: int | None = None) -> tuple[TopOp, ...]:
-    """(CPU op name, input dims) groups by self time (all processes); the first ``n``."""
-    return top_ops_by_window(cpu, 1, n)[0]
-
-
-def top_kernels_by_window(
-    gpu: pd.DataFrame, devices: Sequence[int], nwin: int | Windows, n: int | None = None
+    gpu: pd.DataFrame, devices: Sequence[int], windows: Windows, top: int | None = None
 ) -> list[tuple[TopKernel, ...]]:
-    """:func:`top_kernels` of each window of a cut ``gpu`` frame (one per window index).
+    """Per window of a cut ``gpu`` frame: (kernel name, device, grid, block) groups by
+    summed duration; the first ``top`` (all if None).
 
     Grouped by (window, name, device, grid, block); ``fraction`` is of the summed duration
     of the window's kernels on ``devices``; the means are per group, over its rows that
     record the value (>= 0)."""
-    nwin = count_of(nwin)
     rows = (of_kind(gpu, "kernel")
             & np.isin(gpu["device"].to_numpy(dtype=np.int64), list(devices)))
     win = win_of(gpu)[rows]
     dur = _ints(gpu, "end", rows) - _ints(gpu, "start", rows)
-    all_ns = np.zeros(nwin, np.int64)
-    np.add.at(all_ns, win, dur)
+    all_ns = grouped_sum(dur, win, windows.n)
     g = key_groups(win, [values_at(gpu, c, rows) for c in KERNEL_KEY])
     calls, total = g.size(), g.sum(dur)
     order = g.order(-total, *g.codes)
@@ -102,18 +95,18 @@ def top_kernels_by_window(
                   registers_per_thread=_or_none(means[0][i]), occupancy=_or_none(means[1][i]))
         for i in range(len(order))
     ]
-    return per_window(out, g.win[order], nwin, n)
+    return per_window(out, g.win[order], windows, top)
 
 
-def top_ops_by_window(
-    cpu: pd.DataFrame, nwin: int | Windows, n: int | None = None
+def top_ops(
+    cpu: pd.DataFrame, windows: Windows, top: int | None = None
 ) -> list[tuple[TopOp, ...]]:
-    """:func:`top_ops` of each window of a cut ``cpu`` frame (one per window index).
+    """Per window of a cut ``cpu`` frame: (CPU op name, input dims) groups by self time (all
+    processes); the first ``top`` (all if None).
 
     Self times nest within (window, pid, tid): each window's clipped ops only. Grouped by
     (window, name, input dims); ``input_types`` is each group's first non-missing value
     (``groupby.first``)."""
-    nwin = count_of(nwin)
     rows = of_kind(cpu, "cpu_op")
     win = win_of(cpu)[rows]
     start, end = _ints(cpu, "start", rows), _ints(cpu, "end", rows)
@@ -134,7 +127,7 @@ def top_ops_by_window(
               str(dims[i]), str(typ[i]))
         for i in range(len(order))
     ]
-    return per_window(out, g.win[order], nwin, n)
+    return per_window(out, g.win[order], windows, top)
 
 
 def _ints(df: pd.DataFrame, col: str, rows: np.ndarray) -> np.ndarray:

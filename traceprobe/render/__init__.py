@@ -9,8 +9,11 @@ docs/REPORT_SCHEMA.md (a ``Report``/``MultiReport`` is turned into it first)::
     fn(report: dict, *, top: int | None = None, color: bool = False) -> str
 
 ``top`` caps the top-kernel and top-op rows (None: the format's default); ``color``
-asks for terminal colour where the format has any. A report of several traces is
-``{"schema": ..., "traces": [...], "cross_trace": ...}``; each renderer handles both.
+asks for terminal colour where the format has any. ``html`` also takes ``timelines`` (the
+traces' Timelines, in the report's order) to draw their timeline picture:
+``render(report, "html", timelines=[tl])``; without them the page has the tables only.
+A report of several traces is ``{"schema": ..., "traces": [...], "cross_trace": ...}``;
+each renderer handles both.
 Formats are imported only when used; :func:`register` adds one.
 :mod:`traceprobe.render.csv` (the frames as CSV files) writes a directory, not a
 string, so it is not a format here.
@@ -32,6 +35,7 @@ _BUILTIN: dict[str, str] = {
     "text": "traceprobe.render.text",
     "json": "traceprobe.render.jsonfmt",
     "markdown": "traceprobe.render.markdown",
+    "html": "traceprobe.render.html",
 }
 _registered: dict[str, Renderer] = {}
 
@@ -55,9 +59,14 @@ def get(fmt: str) -> Renderer:
     raise UsageError(f"Unknown format {fmt!r}; choose one of: {', '.join(formats())}")
 
 
-def render(report: Any, fmt: str = "text", *, top: int | None = None, color: bool = False) -> str:
-    """Render a report dict, a Report/MultiReport, or a list of them, as format ``fmt``."""
-    return get(fmt)(as_dict(report), top=top, color=color)
+def render(report: Any, fmt: str = "text", *, top: int | None = None, color: bool = False,
+           timelines: Sequence[Any] | None = None) -> str:
+    """Render a report dict, a Report/MultiReport, or a list of them, as format ``fmt``;
+    ``timelines`` (for ``html``): the traces' Timelines, for the picture."""
+    fn = get(fmt)
+    if timelines is not None:
+        return fn(as_dict(report), top=top, color=color, timelines=timelines)
+    return fn(as_dict(report), top=top, color=color)
 
 
 def as_dict(report: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The report as one self-contained HTML page, with one zoomable timeline of its traces.
 
     html = render_html([report.to_dict()], [timeline])      # several traces: one section each
-    html = render(report_dict)                             # registry signature, no picture
+    html = render(report_dict, timelines=[timeline])        # the registry's format "html"
 
 The page holds everything inline (``assets/report.css``, ``assets/timeline.js`` and the
 timeline data as JSON), fetches nothing and works offline. The tables are the text
@@ -49,6 +49,8 @@ def render_html(
     if title is None:
         title = page_title(_titled(reports))
     multi: Mapping[str, Any] | None = None
+    # the reports as given (a Report draws its picture over its exact ns window)
+    sources: list[Any]
     if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
         one = as_dict(reports)
         if rk.is_ranks(one):
@@ -56,10 +58,13 @@ def render_html(
         if tb.is_multi(one):
             multi = one
             items = [as_dict(t) for t in one.get("traces") or []]
+            sources = list(getattr(reports, "reports", None) or items)
         else:
             items = [one]
+            sources = [reports]
     else:
-        items = [as_dict(r) for r in reports]
+        sources = list(reports)
+        items = [as_dict(r) for r in sources]
     tls = list(timelines or [])
     if len(tls) > len(items):
         raise ValueError(f"{len(tls)} timelines for {len(items)} reports")
@@ -74,12 +79,14 @@ def render_html(
         ]
         body.append("</ol>")
     body.append('<div id="errors" role="alert"></div>')
-    drawn = [(i, r, tl) for i, (r, tl) in enumerate(zip(items, tls, strict=True)) if tl is not None]
+    drawn = [(i, r, tl, src) for i, (r, tl, src) in enumerate(zip(items, tls, sources, strict=True))
+             if tl is not None]
     multi_label = len(items) > 1
     if len(drawn) > 1:  # several traces: one picture, one above the other, before the sections
         body.append(_timeline(drawn, multi=True))
-    for i, (r, tl) in enumerate(zip(items, tls, strict=True)):
-        picture = _timeline([(i, r, tl)], multi=False) if tl is not None and len(drawn) == 1 else ""
+    for i, (r, tl, src) in enumerate(zip(items, tls, sources, strict=True)):
+        picture = (_timeline([(i, r, tl, src)], multi=False) if tl is not None and len(drawn) == 1
+                   else "")
         body.append(_section(i, r, picture, top=top, label=f"[{i}]" if multi_label else ""))
     if multi is not None:
         cross = tb.cross_trace_table(multi)
@@ -88,10 +95,12 @@ def render_html(
     return _page(title, "\n".join(body))
 
 
-def render(report: Any, *, top: int | None = None, color: bool = False) -> str:
-    """The renderer signature of :mod:`traceprobe.render`: tables and headlines, no picture."""
+def render(report: Any, *, top: int | None = None, color: bool = False,
+           timelines: Sequence[Timeline | None] | None = None) -> str:
+    """The renderer signature of :mod:`traceprobe.render` (format ``html``): tables and
+    headlines, and the timeline picture of the traces whose ``timelines`` are given."""
     del color
-    return render_html(as_dict(report), None, top=top)
+    return render_html(as_dict(report), timelines, top=top)
 
 
 def page_title(items: Sequence[Mapping[str, Any]]) -> str:
@@ -161,11 +170,13 @@ def _ranks_body(report: Mapping[str, Any], title: str, top: int) -> str:
     return "\n".join(body)
 
 
-def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline]], *, multi: bool) -> str:
-    """One picture of the traces ``drawn`` ((index, report, timeline) each)."""
+def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline, Any]], *,
+              multi: bool) -> str:
+    """One picture of the traces ``drawn`` ((index, report dict, timeline, the report as
+    given) each)."""
     traces, kinds = [], set()
-    for i, r, tl in drawn:
-        lanes = lanes_for_report(r, tl, idle=True)
+    for i, r, tl, src in drawn:
+        lanes = lanes_for_report(src, tl, idle=True)
         detail = event_detail(tl, (lanes.lo, lanes.hi), devices=[d for d, _ in lanes.devices])
         critical = critical_segments(r, lanes.lo, lanes.hi)
         kinds.update(lanes.kinds())

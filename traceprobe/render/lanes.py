@@ -3,18 +3,19 @@
 Pure data, shared by the HTML report's zoomable canvas and the static PNG::
 
     lanes = build_lanes(timeline)                  # whole trace; or window=(lo, hi) in ns
-    lanes = lanes_for_report(report_dict, timeline)  # the report's window and GPUs
+    lanes = lanes_for_report(report, timeline)       # the report's window and GPUs
     lanes.rows()                                   # the rows to draw, top to bottom
     lanes.to_payload()                             # compact JSON-able form for timeline.js
     raster(row, lo, hi, width)                     # one row on `width` pixels (the PNG)
 
 One :class:`Lane` per (device, stream) holds the activities of each kind (kernels,
 communication kernels, copies, memsets) as :class:`~traceprobe.intervals.Spans`.
-:class:`Band` rows hold the overlap the report measures, computed with the same
-metrics functions: time with two or more GPUs busy, copy time hidden under kernels
-(per GPU), time with two or more of a GPU's streams busy, and (``idle=True``) each
-GPU's idle time (the window minus its busy time). Step boundaries come from the timeline's
-``ProfilerStep`` windows. With ``hosts=True`` one :class:`HostLane` per host thread
+:class:`Band` rows hold the overlap the report measures: time with two or more GPUs busy,
+copy time hidden under kernels (per GPU), time with two or more of a GPU's streams busy,
+and (``idle=True``) each GPU's idle time (the window minus its busy time). Both are
+computed by :mod:`traceprobe.metrics.bands` (whose bands' lengths are the report's
+figures); this module only lays them out and downsamples them. Step boundaries come from
+the timeline's ``ProfilerStep`` windows. With ``hosts=True`` one :class:`HostLane` per host thread
 shows what the thread was doing at each moment: the kind of the innermost event
 running (an op, a runtime call, an annotation, the DataLoader); the PNG draws them,
 the HTML page draws host threads from every event instead (:mod:`.events`).
@@ -42,21 +43,21 @@ import numpy as np
 from traceprobe.intervals import (
     EMPTY,
     Spans,
-    coverage,
+    covered_within,
     difference,
-    intersect,
     measure_within,
+    merge_close,
     spans,
     union,
-    whole,
 )
-from traceprobe.metrics import groups
-from traceprobe.metrics.devices import device_busy, stream_busy
+from traceprobe.metrics.bands import LANE_KINDS, OverlapBand, activity, overlap_bands
+from traceprobe.metrics.grouping import Windows
 from traceprobe.render.events import host_kinds, nesting
+from traceprobe.report.model import Report
 from traceprobe.timeline import Timeline
 
-# Kinds of a lane; "comm" is a kernel with comm=True. A pixel shows the kind that ran longest in it.
-LANE_KINDS = ("kernel", "comm", "memcpy", "memset")
+# Kinds of a lane (LANE_KINDS, from metrics.bands; "comm" is a kernel with comm=True) and of a
+# band. A pixel shows the kind that ran longest in it.
 BAND_KINDS = ("multi_device", "copy_hidden", "streams_concurrent", "gpu_idle")
 # Kinds of a host lane (the innermost event running), as render/events.py names them.
 HOST_KINDS = ("cpu_op", "runtime", "sync", "annotation", "dataloader", "python", "other")
@@ -151,13 +152,20 @@ class Band(Row):
 
     @property
     def label(self) -> str:
-        if self.kind == "multi_device":
-            return "≥2 GPUs busy"
-        if self.kind == "copy_hidden":
-            return f"GPU {self.device} copy hidden under kernels"
-        if self.kind == "gpu_idle":
-            return f"GPU {self.device} idle"
-        return f"GPU {self.device} ≥2 streams busy"
+        return band_label(self.kind, self.device)
+
+
+def band_label(kind: str, device: int | None, pair: tuple[int, int] | None = None) -> str:
+    """A band's row name (the picture's, and the annotated trace's track)."""
+    if kind == "multi_device":
+        return "≥2 GPUs busy"
+    if kind == "device_pair" and pair is not None:
+        return f"GPU {pair[0]} & GPU {pair[1]} both busy"
+    if kind == "copy_hidden":
+        return f"GPU {device} copy hidden under kernels"
+    if kind == "gpu_idle":
+        return f"GPU {device} idle"
+    return f"GPU {device} ≥2 streams busy"
 
 
 @dataclass(frozen=True)
@@ -274,14 +282,6 @@ class Lanes:
         }
 
 
-def merge_close(a: Spans, merge_ns: int) -> Spans:
-    """``a`` with pieces whose gap is at most ``merge_ns`` joined (ends stay exact)."""
-    if merge_ns <= 0 or len(a) < 2:
-        return a
-    joined = spans(a.starts, a.ends + merge_ns)
-    return Spans(joined.starts, joined.ends - merge_ns)
-
-
 def raster(row: Row, lo: int, hi: int, width: int) -> tuple[list[str], np.ndarray, np.ndarray]:
     """``row`` on ``width`` pixels over ``[lo, hi)``, as the HTML canvas draws it.
 
@@ -298,7 +298,7 @@ def raster(row: Row, lo: int, hi: int, width: int) -> tuple[list[str], np.ndarra
         len(kinds), width
     )
     width_ns = np.maximum(b - a, 1)
-    busy = measure_within(union(*row.pieces.values()), a, b) / width_ns
+    busy = covered_within(list(row.pieces.values()), a, b) / width_ns
     dominant = np.where(busy > 0, per_kind.argmax(axis=0) if kinds else -1, -1)
     return kinds, dominant, busy
 
@@ -345,12 +345,18 @@ def build_lanes(
 
 
 def lanes_for_report(
-    report: Mapping[str, Any] | None, timeline: Timeline, **kw: Any
+    report: Report | Mapping[str, Any] | None, timeline: Timeline, **kw: Any
 ) -> Lanes:
-    """:func:`build_lanes` for what a report dict analysed: its window and its GPUs."""
-    window = report_window(report, timeline)
-    devices = [d.get("device") for d in (report or {}).get("devices") or []]
-    devices = [int(d) for d in devices if d is not None]
+    """:func:`build_lanes` for what a report analysed: its window and its GPUs. A
+    :class:`~traceprobe.report.Report` gives its window in exact ns; a report dict's
+    window is found by :func:`report_window`."""
+    if isinstance(report, Report):
+        window: tuple[int, int] | None = (report.window.start_ns, report.window.end_ns)
+        devices = [d.device for d in report.devices]
+    else:
+        window = report_window(report, timeline)
+        devices = [d.get("device") for d in (report or {}).get("devices") or []]
+        devices = [int(d) for d in devices if d is not None]
     if devices and devices != timeline.devices:
         timeline = timeline.only_devices(devices)
     return build_lanes(timeline, window, **kw)
@@ -392,50 +398,12 @@ def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple
 
 
 def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False, idle: bool = False) -> Lanes:
-    gpu = tl.gpu
     devices = tl.devices
     names = {d: tl.meta.device_name(d) for d in devices}
-    busy = device_busy(gpu, devices, max(hi - lo, 0), names)
-    streams = stream_busy(gpu, devices)
-
-    lanes = []
-    if not gpu.empty:
-        kind = gpu["kind"].to_numpy(dtype=object)
-        comm = gpu["comm"].to_numpy(dtype=bool)
-        kind = np.where((kind == "kernel") & comm, "comm", kind)
-        start = gpu["start"].to_numpy(dtype=np.int64)
-        end = gpu["end"].to_numpy(dtype=np.int64)
-        for (d, st), idx in groups(gpu, ["device", "stream"]).items():
-            pieces = {}
-            for k in LANE_KINDS:
-                m = kind[idx] == k
-                if m.any():
-                    pieces[k] = spans(start[idx][m], end[idx][m])
-            lanes.append(Lane(pieces, device=d, stream=st, events=int(idx.size)))
-
-    bands = []
-    if len(busy) >= 2:
-        both = coverage(
-            np.concatenate([b.busy.starts for b in busy]),
-            np.concatenate([b.busy.ends for b in busy]),
-            2,
-        )
-        bands.append(_band("multi_device", None, both))
-    copies = gpu[gpu["kind"] == "memcpy"] if not gpu.empty else gpu
-    by_dev = groups(copies, "device")
-    for b in busy:
-        if b.device in by_dev:
-            rows = copies.iloc[by_dev[b.device]]
-            hidden = intersect(spans(rows["start"].to_numpy(), rows["end"].to_numpy()), b.kernel)
-            bands.append(_band("copy_hidden", b.device, hidden))
-        mine = [s.busy for s in streams if s.device == b.device]
-        if len(mine) >= 2:
-            conc = coverage(
-                np.concatenate([x.starts for x in mine]), np.concatenate([x.ends for x in mine]), 2
-            )
-            bands.append(_band("streams_concurrent", b.device, conc))
-        if idle and hi > lo:
-            bands.append(_band("gpu_idle", b.device, difference(whole(lo, hi), b.busy)))
+    lanes = [Lane(a.pieces, device=a.device, stream=a.stream, events=a.events)
+             for a in activity(tl.gpu)]
+    (found,) = overlap_bands(tl.gpu, devices, Windows.one(lo, max(hi, lo)), idle=idle)
+    bands = [_band(b) for b in found]
 
     steps: tuple[tuple[int, int, int], ...] = ()
     if not tl.steps.empty:
@@ -490,8 +458,8 @@ def host_lanes(cpu: Any) -> tuple[HostLane, ...]:
     return tuple(out)
 
 
-def _band(kind: str, device: int | None, pieces: Spans) -> Band:
-    return Band({kind: pieces}, kind=kind, device=device, total_ns=pieces.length)
+def _band(b: OverlapBand) -> Band:
+    return Band({b.kind: b.spans}, kind=b.kind, device=b.device, total_ns=b.length)
 
 
 def _encode(a: Spans, lo: int) -> list[int]:

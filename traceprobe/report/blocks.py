@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from traceprobe.metrics.windows import Windows
+from traceprobe.metrics.grouping import Windows
 from traceprobe.report.model import Report
 from traceprobe.report.windows import window_reports
 from traceprobe.timeline import Timeline

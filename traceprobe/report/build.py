@@ -15,12 +15,12 @@ from dataclasses import replace
 from typing import Any
 
 from traceprobe.efficiency import efficiency
-from traceprobe.errors import UsageError
+from traceprobe.errors import GraphCycle, UsageError
 from traceprobe.graph import critical_paths
+from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process
 from traceprobe.metrics.overlap import CrossTrace, cross_trace
 from traceprobe.metrics.runs import runs
-from traceprobe.metrics.windows import Windows
 from traceprobe.report.blocks import StepReports
 from traceprobe.report.headlines import headlines
 from traceprobe.report.model import MultiReport, Report, Step
@@ -99,10 +99,11 @@ def _critical_paths(
 ) -> dict[str, Any]:
     """The replayed critical path of the report's window and of the steps asked for
     (``which``: see :func:`traceprobe.graph.critical_paths`); null ones when the inferred
-    graph has a cycle (an inference failed, not the trace)."""
+    graph has a cycle (:class:`~traceprobe.errors.GraphCycle`: an inference failed, not the
+    trace; any other error is a bug and goes up)."""
     try:
         return critical_paths(timeline, window, **which)
-    except ValueError:
+    except GraphCycle:
         return {"window": None, "steps": {}}
 
 
@@ -243,6 +244,36 @@ def analyze_many(
         ]
         skipped += [replace(s, traces=(at[s.traces[0]], at[s.traces[1]])) for s in part.skipped]
     return MultiReport(reports, CrossTrace(tuple(pairs), tuple(skipped)), groups)
+
+
+def analyze_with_steps(
+    timelines: Sequence[Timeline], *, step: Step = None, devices: Sequence[int] | None = None,
+    window: str = "steps",
+) -> tuple[Report | MultiReport, list[Report]]:
+    """The report of ``timelines`` asked for (:func:`analyze` of one, :func:`analyze_many` of
+    several) and each trace's report with every step (``step="all"``, every GPU, the default
+    window), as ``--tensorboard`` needs both: one analysis per trace gives both unless one
+    step, some GPUs or another window were asked for."""
+    once = step in (None, "all") and devices is None and window == "steps"
+    want = "all" if once else step
+    if len(timelines) == 1:
+        one = analyze(timelines[0], step=want, devices=devices, window=window)
+        rep: Report | MultiReport = one
+        stepped = [one] if once else [analyze(timelines[0], step="all")]
+    else:
+        many = analyze_many(timelines, step=want, devices=devices, window=window)
+        rep = many
+        stepped = list(many.reports) if once else [analyze(t, step="all") for t in timelines]
+    return (without_steps(rep) if want != step else rep), stepped
+
+
+def without_steps(report: Report | MultiReport) -> Report | MultiReport:
+    """The report ``analyze(step=None)`` (or ``analyze_many``) gives, from the one made with
+    ``step="all"``: the whole-trace figures do not depend on the step sub-reports (tested),
+    so a caller that needs both (``--tensorboard``) analyses each trace once."""
+    if isinstance(report, MultiReport):
+        return replace(report, reports=tuple(replace(r, steps=()) for r in report.reports))
+    return replace(report, steps=())
 
 
 def _devices(timeline: Timeline, devices: Sequence[int] | None) -> list[int]:

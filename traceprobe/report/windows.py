@@ -4,7 +4,7 @@
 
 The timeline is *cut* (:meth:`traceprobe.timeline.Timeline.cut`): each frame holds every
 event once per window it falls in, clipped to it, with the window's index in ``win``. Each
-metric then runs once over all windows (``*_by_window``, grouped by ``win``) and gives one
+metric then runs once over all windows (``f(..., windows)``, grouped by ``win``) and gives one
 result per window, so ``--step all`` on 10,000 steps costs a few sorts of the trace, not
 10,000 rounds of pandas calls. A frame that was not cut is one window: the whole-trace
 report and ``--step N`` come through here too, so every report has one implementation.
@@ -20,31 +20,31 @@ from typing import Any
 
 import numpy as np
 
-from traceprobe.metrics.copies import copy_rates_by_window
+from traceprobe.metrics.copies import copy_rates
 from traceprobe.metrics.devices import (
-    device_busy_by_window,
-    stream_busy_by_window,
-    stream_concurrency_by_window,
+    device_busy,
+    stream_busy,
+    stream_concurrency,
 )
+from traceprobe.metrics.grouping import Windows, offsets, win_of
 from traceprobe.metrics.host import (
     LAUNCH_KINDS,
     Host,
-    kernel_gaps_by_window,
-    launch_latency_by_window,
+    kernel_gaps,
+    launch_latency,
 )
-from traceprobe.metrics.idle import idle_causes_by_window
+from traceprobe.metrics.idle import idle_causes
 from traceprobe.metrics.overlap import (
     Overlap,
-    comm_compute_by_window,
-    copy_compute_by_window,
-    cross_device_by_window,
-    multi_device_ns_by_window,
-    serial_by_window,
+    comm_compute,
+    copy_compute,
+    cross_device,
+    multi_device_ns,
+    serial,
 )
 from traceprobe.metrics.regions import host_events
-from traceprobe.metrics.steps import step_breakdown_by_window
-from traceprobe.metrics.top import top_kernels_by_window, top_ops_by_window
-from traceprobe.metrics.windows import Windows, offsets, win_of
+from traceprobe.metrics.steps import step_breakdown
+from traceprobe.metrics.top import top_kernels, top_ops
 from traceprobe.report.model import Counts, Report, Window, paused_gc
 from traceprobe.timeline import Timeline
 
@@ -81,24 +81,24 @@ def _reports(
     gpu = tl.gpu if set(tl.devices) <= set(devices) else tl.gpu[tl.gpu["device"].isin(devices)]
     cpu = tl.cpu
     names = {d: tl.meta.device_name(d) for d in devices}
-    busy = device_busy_by_window(gpu, devices, windows, names)
-    streams = stream_busy_by_window(gpu, devices, n)
+    busy = device_busy(gpu, devices, windows, names)
+    streams = stream_busy(gpu, devices, windows)
     gpu_span = _gpu_spans(gpu, n)
     host = host_events(cpu, pid)
     counts = _counts(gpu, cpu, tl.steps, n)
-    concurrency = stream_concurrency_by_window(streams, devices)
-    pairs = cross_device_by_window(busy)
-    multi = multi_device_ns_by_window(busy)
-    copies_hidden = copy_compute_by_window(gpu, busy)
-    comm = comm_compute_by_window(gpu, devices, n)
-    idle = idle_causes_by_window(busy, host, windows)
-    latency = launch_latency_by_window(gpu, cpu, n)
-    gaps = kernel_gaps_by_window(gpu, devices, cpu, windows)
-    serials = serial_by_window(busy, streams, gpu_span)
-    kernels = top_kernels_by_window(gpu, devices, n)
-    ops = top_ops_by_window(cpu, n)
-    rates = copy_rates_by_window(gpu, devices, names, n)
-    breakdown = step_breakdown_by_window(gpu, host, tl.steps, devices, n)
+    concurrency = stream_concurrency(streams, devices, windows)
+    pairs = cross_device(busy, windows)
+    multi = multi_device_ns(busy, windows)
+    copies_hidden = copy_compute(gpu, busy, windows)
+    comm = comm_compute(gpu, devices, windows)
+    idle = idle_causes(busy, host, windows)
+    latency = launch_latency(gpu, cpu, windows)
+    gaps = kernel_gaps(gpu, devices, cpu, windows)
+    serials = serial(busy, streams, gpu_span, windows)
+    kernels = top_kernels(gpu, devices, windows)
+    ops = top_ops(cpu, windows)
+    rates = copy_rates(gpu, devices, names, windows)
+    breakdown = step_breakdown(gpu, host, tl.steps, devices, windows)
     return [
         Report(
             trace=tl.source,

@@ -1,0 +1,193 @@
+"""The idle causes and the step-time breakdown of many windows at once (``f(..., windows)`` on a
+cut timeline) are, window by window, what the one-window functions give on that window's
+own frames (``Timeline.window``): same dataclasses, same values, same order.
+
+(The one-window functions are checked against a slow per-nanosecond sweep in
+tests/metrics/test_metrics_property.py; the innermost rule they share is checked here against its
+definition.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from frames import HOST_PID, annotation, comm, copy, kernel, memset, op, runtime, timeline
+from hyp import examples
+from traceprobe.metrics.devices import device_busy
+from traceprobe.metrics.grouping import Windows
+from traceprobe.metrics.idle import idle_causes
+from traceprobe.metrics.regions import host_events, innermost
+from traceprobe.metrics.steps import step_breakdown
+
+SPAN = 60
+ROOT = Path(__file__).parents[2]
+
+span = st.tuples(st.integers(-5, SPAN), st.integers(0, 25)).map(lambda t: (t[0], t[0] + t[1]))
+
+
+@st.composite
+def gpu_rows(draw) -> list[dict]:
+    rows = []
+    for (s, e), what, dev, stream in draw(st.lists(
+            st.tuples(span, st.sampled_from(["k", "k", "comm", "copy", "memset"]),
+                      st.integers(0, 2), st.integers(1, 3)), max_size=10)):
+        make = {"k": kernel, "comm": comm, "copy": copy, "memset": memset}[what]
+        rows.append(make(s, e, device=dev, stream=stream))
+    return rows
+
+
+CPU_NAMES = {
+    op: ["aten::mm", "aten::item", "Optimizer.step#SGD.step",
+         "enumerate(DataLoader)#_Iter.__next__"],
+    runtime: ["cudaLaunchKernel", "cudaStreamSynchronize", "cudaMemcpyAsync"],
+    annotation: ["forward", "backward", "Optimizer.zero_grad#SGD.zero_grad", "DataLoader"],
+}
+
+
+@st.composite
+def cpu_rows(draw) -> list[dict]:
+    rows = []
+    for (s, e), make, pick, tid, pid in draw(st.lists(
+            st.tuples(span, st.sampled_from(list(CPU_NAMES)), st.integers(0, 3),
+                      st.integers(1, 2), st.sampled_from([HOST_PID, HOST_PID, HOST_PID, 7])),
+            max_size=12)):
+        names = CPU_NAMES[make]
+        rows.append(make(s, e, names[pick % len(names)], tid=tid, pid=pid))
+    return rows
+
+
+@st.composite
+def step_rows(draw) -> list[tuple[int, int, int]]:
+    """Steps apart or touching (a timeline's steps never overlap), zero-length ones too,
+    sometimes one number twice."""
+    cuts = sorted(draw(st.lists(st.integers(-5, SPAN), max_size=5)))
+    if draw(st.booleans()):  # touching: each step starts where the previous one ends
+        pairs = list(zip(cuts, cuts[1:], strict=False))
+    else:
+        pairs = [(cuts[2 * n], cuts[2 * n + 1]) for n in range(len(cuts) // 2)]
+    pairs = [(a, b) for i, (a, b) in enumerate(pairs) if i == 0 or a > pairs[i - 1][0]]
+    return [(draw(st.integers(n, n + 1)), a, b) for n, (a, b) in enumerate(pairs)]
+
+
+# sorted windows that may touch (the shape of ProfilerSteps), or any (overlapping, unsorted)
+touching = st.lists(st.tuples(st.integers(0, 10), st.integers(0, 20)), min_size=1,
+                    max_size=6).map(
+    lambda gl: [(sum(g + w for g, w in gl[:i]) + gl[i][0] - 5,
+                 sum(g + w for g, w in gl[:i]) + gl[i][0] - 5 + gl[i][1])
+                for i in range(len(gl))])
+anywhere = st.lists(st.tuples(st.integers(-10, SPAN + 5), st.integers(0, 40)).map(
+    lambda t: (t[0], t[0] + t[1])), min_size=1, max_size=6)
+
+
+def per_window_busy(cut, wins, devices) -> list[tuple]:
+    """device_busy of each window's own rows (the busy sets the windowed idle takes)."""
+    win = cut.gpu["win"].to_numpy()
+    return [device_busy(cut.gpu[win == i].drop(columns="win"), devices, Windows.one(lo, hi))[0]
+            for i, (lo, hi) in enumerate(wins)]
+
+
+def alone(w, ev_w, devices, lo, hi) -> tuple:
+    """The idle causes and the step breakdown of one window's own frames."""
+    one = Windows.one(lo, hi)
+    idle = idle_causes(device_busy(w.gpu, devices, one), ev_w, one)[0]
+    return idle, step_breakdown(w.gpu, ev_w, w.steps, devices, one)[0]
+
+
+def assert_windows_agree(tl, wins) -> None:
+    devices = list(tl.devices)
+    cut = tl.cut(wins)
+    ev = host_events(cut.cpu, HOST_PID)
+    idle = idle_causes(per_window_busy(cut, wins, devices), ev, Windows.of(wins))
+    steps = step_breakdown(cut.gpu, ev, cut.steps, devices, Windows.of(wins))
+    assert len(idle) == len(steps) == len(wins)
+    for i, (lo, hi) in enumerate(wins):
+        w = tl.window(lo, hi)
+        assert (idle[i], steps[i]) == alone(w, host_events(w.cpu, HOST_PID), devices, lo, hi), i
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(gpu_rows(), cpu_rows(), step_rows(), st.one_of(touching, anywhere))
+def test_each_window_is_what_the_window_alone_gives(gpu, cpu, steps, wins) -> None:
+    """GIVEN random kernels, copies, ops, calls, regions (two threads, another process) and
+    steps (apart, touching, zero-length, a number twice), and windows that touch, overlap or are out
+    of order WHEN computing the idle causes and the step breakdown of all windows at once
+    THEN window i's are those of timeline.window(lo_i, hi_i) alone."""
+    assert_windows_agree(timeline(gpu=gpu, cpu=cpu, steps=steps), wins)
+
+
+def test_a_window_without_events_or_steps_and_an_empty_one() -> None:
+    """GIVEN a window holding nothing and a zero-length window WHEN cut with busy ones THEN
+    each still equals its own window's result (idle: all of it host idle; no steps: ())."""
+    tl = timeline(gpu=[kernel(0, 10), kernel(40, 50, device=1)],
+                  cpu=[op(2, 8, "aten::mm"), runtime(30, 35, "cudaStreamSynchronize")],
+                  steps=[(1, 0, 20), (2, 20, 50)])
+    wins = [(0, 20), (100, 120), (20, 20), (20, 50)]
+    assert_windows_agree(tl, wins)
+    cut = tl.cut(wins)
+    ev = host_events(cut.cpu, HOST_PID)
+    idle = idle_causes(per_window_busy(cut, wins, [0, 1]), ev, Windows.of(wins))
+    (gpu0, gpu1) = idle[1]
+    assert (gpu0.idle_ns, gpu0.idle_host_busy_ns) == (20, 0)
+    assert [(c.name, c.ns, c.calls) for c in gpu0.causes] == [("Python (untraced)", 20, 1)]
+    assert idle[2][0].causes == () and idle[2][0].idle_ns == 0
+    # [20, 50): GPU 0 idle throughout; GPU 1 is idle too while the sync [30, 35) runs, so
+    # the sync is "synchronization", not "waiting on another device"
+    names = {c.name: c.ns for c in idle[3][0].causes}
+    assert names == {"Python (untraced)": 25, "synchronization": 5}
+    steps = step_breakdown(cut.gpu, ev, cut.steps, [0, 1], Windows.of(wins))
+    assert steps[1] == () and steps[2] == ()
+    assert [(b.step, b.device) for b in steps[3]] == [(2, 0), (2, 1)]
+
+
+def test_every_sample_trace_cut_at_its_steps() -> None:
+    """GIVEN each recorded sample trace with ProfilerSteps WHEN cut at its steps THEN every
+    step's idle causes and breakdown are those of the step's own window."""
+    from traceprobe.load.pipeline import load
+    from traceprobe.metrics.host import host_process
+
+    seen = 0
+    for trace in sorted(ROOT.glob("sample_traces/**/*.json.gz")):
+        tl = load(trace)
+        if tl.steps.empty:
+            continue
+        wins = list(zip(tl.steps["start"].tolist(), tl.steps["end"].tolist(), strict=True))
+        devices = list(tl.devices)
+        pid = host_process(tl.cpu)
+        cut = tl.cut(wins)
+        ev = host_events(cut.cpu, pid)
+        idle = idle_causes(per_window_busy(cut, wins, devices), ev, Windows.of(wins))
+        steps = step_breakdown(cut.gpu, ev, cut.steps, devices, Windows.of(wins))
+        for i, (lo, hi) in enumerate(wins):
+            w = tl.window(lo, hi)
+            assert (idle[i], steps[i]) == alone(w, host_events(w.cpu, pid), devices, lo, hi)
+            seen += 1
+    assert seen >= 20
+
+
+def slow_innermost(bounds, starts, ends) -> list[int]:
+    """The definition: of the events covering a segment, the one that started last (ties:
+    that ends first, then the later one)."""
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        cover = [i for i in range(len(starts)) if starts[i] <= a and ends[i] >= b]
+        out.append(max(cover, key=lambda i: (starts[i], -ends[i], i)) if cover else -1)
+    return out
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(span, max_size=12), st.lists(st.integers(-10, 90), max_size=6))
+def test_innermost_is_its_definition(events, extra) -> None:
+    """GIVEN events anywhere (equal ones, nested, crossing, reaching out of the range) and
+    extra boundaries WHEN finding the innermost event of each segment THEN it is the slow
+    definition's (by the events' own times)."""
+    s = np.array([a for a, _ in events], np.int64)
+    e = np.array([b for _, b in events], np.int64)
+    lo, hi = 3, 50
+    pts = np.unique(np.concatenate([s, e, extra, [lo, hi]]).astype(np.int64))
+    bounds = pts[(pts >= lo) & (pts <= hi)]
+    assert innermost(bounds, s, e).tolist() == slow_innermost(bounds.tolist(), s.tolist(),
+                                                              e.tolist())
