@@ -87,3 +87,16 @@ def test_verify_says_a_cut_short_trace(tmp_path: Path) -> None:
     d = json.loads(run("verify", tmp_path / "rec", "-f", "json").stdout)
     (v,) = d["verdicts"]
     assert v["notices"][0].startswith(f"notice: {trace}")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_check_says_it_in_its_output(tmp_path: Path, fmt: str) -> None:
+    p = lenient(tmp_path)
+    r = run("check", p, "-e", "kernels >= 1", "-f", fmt)
+    assert r.exit_code == 0, r.output
+    if fmt == "json":
+        notes = json.loads(r.stdout)["traces"][0]["input_notes"]
+        assert any(WARNING in n for n in notes)
+    else:
+        assert WARNING in r.stdout
+    assert f"traceprobe: warning: {p}: {WARNING}" in r.stderr

@@ -91,7 +91,7 @@ def check(
                          "(a trace, or a report JSON of traceprobe analyze -f json)")
 
     from traceprobe import report as rp
-    from traceprobe.cli.notices import notices
+    from traceprobe.cli.notices import input_lines, notices
     from traceprobe.expect.baseline import read_baseline
     from traceprobe.load import pipeline as loader
 
@@ -104,17 +104,18 @@ def check(
     for timeline in timelines:
         data = rp.analyze(timeline, step=step, window=window).to_dict()
         trace = str(data.get("trace") or timeline.source)
-        outcomes.append((trace, expect.evaluate(data, expectations, baseline=baseline)))
+        outcomes.append((trace, expect.evaluate(data, expectations, baseline=baseline),
+                         input_lines(timeline)))
 
     if fmt == "json":
         click.echo(printable(json.dumps(_as_json(outcomes, step), indent=2, ensure_ascii=False)))
     else:
         click.echo(printable(_as_text(outcomes, step)), nl=False)
 
-    n_failed = sum(not r.passed for _, res in outcomes for r in res)
+    n_failed = sum(not r.passed for _, res, _ in outcomes for r in res)
     if n_failed:  # each failure is listed above, once: the error line only counts them
-        n_all = sum(len(res) for _, res in outcomes)
-        bad = [t for t, res in outcomes if not all(r.passed for r in res)]
+        n_all = sum(len(res) for _, res, _ in outcomes)
+        bad = [t for t, res, _ in outcomes if not all(r.passed for r in res)]
         where = f", on {', '.join(bad)}" if len(outcomes) > 1 else ""
         raise ExpectationFailed(f"{n_failed} of {n_all} expectation"
                                 f"{'' if n_all == 1 else 's'} failed{where} (listed above)")
@@ -131,8 +132,9 @@ def _resolve(paths: tuple[str, ...], find_traces: object) -> list[Path]:
 def _as_text(outcomes: Outcomes, step: int | None) -> str:
     lines = []
     where = "" if step is None else f" (ProfilerStep#{step})"
-    for trace, results in outcomes:
+    for trace, results, read in outcomes:
         lines.append(f"traceprobe check: {trace}{where}")
+        lines += [f"  {line}" for line in read]  # what the loader salvaged or read leniently
         width = max(len(str(r.expectation)) for r in results)
         for r in results:
             src = f"  [{r.expectation.source}]" if r.expectation.source else ""
@@ -144,15 +146,16 @@ def _as_text(outcomes: Outcomes, step: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-Outcomes = list[tuple[str, list[expect.Result]]]
+Outcomes = list[tuple[str, list[expect.Result], list[str]]]  # trace, results, input notes
 
 
 def _as_json(outcomes: Outcomes, step: int | None) -> dict[str, object]:
     return {
         "schema": "traceprobe.check/1",
-        "passed": all(r.passed for _, res in outcomes for r in res),
+        "passed": all(r.passed for _, res, _ in outcomes for r in res),
         "step": step,
         "traces": [
-            {"trace": trace, "results": [r.to_dict() for r in res]} for trace, res in outcomes
+            {"trace": trace, "results": [r.to_dict() for r in res], "input_notes": read}
+            for trace, res, read in outcomes
         ],
     }
