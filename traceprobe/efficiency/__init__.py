@@ -142,7 +142,7 @@ def efficiency(tl: Timeline, window: tuple[int, int] | None = None) -> Efficienc
     if not a.shapes:
         notes.append(NO_SHAPES)
     k = a.kernel_group >= 0
-    dur = (tl.gpu["end"].to_numpy(float) - tl.gpu["start"].to_numpy(float))[k]
+    dur = (tl.gpu["end"].to_numpy() - tl.gpu["start"].to_numpy()).astype(float)[k]  # int64 first
     order = np.argsort(-rows["time_ns"].to_numpy(float), kind="stable")
     ordered = rows.iloc[order].reset_index(drop=True)
     return Efficiency(

@@ -94,9 +94,10 @@ def attribute(tl: Timeline, window: tuple[int, int] | None = None) -> Attributio
         if launch.any():
             corr_start = pd.Series(_col(cpu, "start")[launch], index=c_corr)
             corr_start = corr_start[~corr_start.index.duplicated()]
-            cs = corr_start.reindex(k_corr).to_numpy(float)
+            # int64 throughout (epoch ns in float64 resolve only 256 ns); no launch: outside
+            cs = corr_start.reindex(k_corr, fill_value=np.iinfo(np.int64).min).to_numpy()
         else:
-            cs = gpu["start"].to_numpy()[k_rows].astype(float)
+            cs = gpu["start"].to_numpy()[k_rows]
         inside = (cs >= window[0]) & (cs < window[1])
         k_rows, k_corr = k_rows[inside], k_corr[inside]
     kop = np.full(len(k_rows), -1, np.int64)
