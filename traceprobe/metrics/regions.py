@@ -40,6 +40,7 @@ region, as the idle causes' ``children`` do.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,15 +173,25 @@ class Account:
 
         return np.maximum(upto(hi) - upto(lo), 0)
 
+    def _lists(self) -> tuple[list[int], list[int], list[str], list[str]]:
+        """The columns as Python lists, made once: :meth:`pieces` is called per path piece
+        (tens of thousands of times on a long trace), where numpy's per-call cost dominates."""
+        got = self.__dict__.get("_as_lists")
+        if got is None:
+            got = (self.start.tolist(), self.end.tolist(), self.cls.tolist(),
+                   self.name.tolist())
+            object.__setattr__(self, "_as_lists", got)
+        return got
+
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
         """``[lo, hi)`` cut by the account: (start, end, class, name), merged runs."""
         if hi <= lo:
             return []
-        a = max(int(np.searchsorted(self.end, lo, side="right")), 0)
-        b = int(np.searchsorted(self.start, hi, side="left"))
+        starts, ends, classes, names = self._lists()
+        a = bisect.bisect_right(ends, lo)
+        b = bisect.bisect_left(starts, hi)
         out: list[tuple[int, int, str, str]] = []
-        for s, e, c, n in zip(self.start[a:b].tolist(), self.end[a:b].tolist(),
-                              self.cls[a:b].tolist(), self.name[a:b].tolist(), strict=True):
+        for s, e, c, n in zip(starts[a:b], ends[a:b], classes[a:b], names[a:b], strict=True):
             s, e = max(s, lo), min(e, hi)
             if e <= s:
                 continue
