@@ -18,7 +18,8 @@ stamp=$VENV/.bootstrap-stamp
 if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
-if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt "$stamp" ] \
+        || [ scripts/constraints.txt -nt "$stamp" ]; then
     echo "bootstrap: installing into ./.venv: traceprobe (editable) with every extra (record:" \
          "torch; plot, tensorboard, hta, fast, dask, s3, test, dev); this takes a few minutes the first time"
     "$VENV/bin/python" -m pip install -q --upgrade pip
@@ -27,7 +28,9 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ scripts/bootstrap.sh -nt
     if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
         "$VENV/bin/python" -m pip install -q "torch==2.13.0" || "$VENV/bin/python" -m pip install -q torch
     fi
-    "$VENV/bin/python" -m pip install -q -e ".[record,plot,tensorboard,hta,fast,dask,s3,test,dev]"
+    # scripts/constraints.txt: pins that spare pip a long backtrack (boto3 against aiobotocore)
+    "$VENV/bin/python" -m pip install -q -c scripts/constraints.txt \
+        -e ".[record,plot,tensorboard,hta,fast,dask,s3,test,dev]"
     # bytecode for traceprobe's own modules (an editable install leaves them uncompiled)
     "$VENV/bin/python" -m compileall -q traceprobe >/dev/null || true
     touch "$stamp"
