@@ -17,28 +17,19 @@ the 98 MB transformer trace: <= 5 MB and first paint <= 2 s.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browser import ARGS, CHROMIUM, sync_playwright
 from tracebuild import TraceBuilder
 from traceprobe.report import analyze
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG = ROOT / "bench" / "transformer-h200.pt.trace.json.gz"
 CPU_ONLY = ROOT / "sample_traces" / "cpu" / "mlp" / "single"
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "")
-                 if p and Path(p).is_file()), None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the environment
-    sync_playwright = None  # type: ignore[assignment]
 
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None,

@@ -11,26 +11,19 @@ bar's segments are the idle causes; and the PNG grows by the charts.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browser import ARGS, CHROMIUM, sync_playwright
 from traceprobe import report as rp
 from traceprobe.load import load
 from traceprobe.render.charts import UNLISTED, charts_html, report_charts
 from traceprobe.render.html import render_html
 
-LOOP = next(Path("sample_traces/h200/real-loops/mnist-workers1").glob("*.pt.trace.json.gz"))
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "")
-                 if p and Path(p).is_file()), None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the environment
-    sync_playwright = None  # type: ignore[assignment]
+ROOT = Path(__file__).resolve().parents[2]
+LOOP = next((ROOT / "sample_traces/h200/real-loops/mnist-workers1").glob("*.pt.trace.json.gz"))
 
 
 @pytest.fixture(scope="module")
