@@ -21,11 +21,36 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
+def _shared_dir() -> Path:
+    """``../shared`` beside the checkout; in a git worktree (``/work/wt/NAME``), the one
+    beside the main checkout, so that a worktree's dump names the same corpus traces
+    (``$DUMP_SHARED``, when set, names it outright)."""
+    import os
+
+    if os.environ.get("DUMP_SHARED"):
+        return Path(os.environ["DUMP_SHARED"])
+    here = REPO.parent / "shared"
+    if here.is_dir():
+        return here
+    import subprocess
+
+    try:
+        common = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--git-common-dir"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return here
+    main = (REPO / common).resolve().parent
+    return main.parent / "shared"
+
+
+SHARED = _shared_dir()
+
+
 def _traces() -> list[Path]:
     out: list[Path] = []
     for r in (REPO / "sample_traces", REPO / "bench"):
         out += [p for p in r.rglob("*") if ".pt.trace.json" in p.name]
-    corpus = REPO.parent / "shared" / "corpus"
+    corpus = SHARED / "corpus"
     if corpus.is_dir():
         out += [p for p in corpus.rglob("*") if p.name.endswith((".json", ".json.gz"))]
     return sorted(set(out))
@@ -34,7 +59,7 @@ def _traces() -> list[Path]:
 def _name(p: Path) -> str:
     """The file's name in the dump: its path from the checkout (or from shared/corpus), so
     that two checkouts (worktrees) of the project give the same names."""
-    for root, tag in ((REPO, ""), (REPO.parent / "shared", "shared__")):
+    for root, tag in ((REPO, ""), (SHARED, "shared__")):
         try:
             return tag + str(p.relative_to(root)).replace("/", "__")
         except ValueError:
@@ -44,7 +69,7 @@ def _name(p: Path) -> str:
 
 def _local(text: str) -> str:
     """Paths inside a report, made independent of where the checkout is."""
-    return text.replace(str(REPO.parent / "shared"), "<shared>").replace(str(REPO), "<repo>")
+    return text.replace(str(SHARED), "<shared>").replace(str(REPO), "<repo>")
 
 
 def _drop(d, keys):
