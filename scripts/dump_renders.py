@@ -19,13 +19,16 @@ and through the CLI (in-process, click's runner), for the sample traces:
   every format, and ``ranks FOLDER`` (the many-rank summary) as text, markdown, html and
   json, with ``--rank 0`` and ``--csv``.
 
-Paths inside outputs are made independent of the checkout, as dump_reports does. A refactor
+Traces are named from the checkout (``sample_traces/...``: the script runs in it), and any
+absolute path left inside an output is made independent of the checkout as dump_reports
+does, so two checkouts give the same bytes. A refactor
 of the renderers that claims "output identical" shows an empty diff.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -48,7 +51,7 @@ def _library(out: Path, p: Path) -> None:
     from traceprobe.errors import TraceprobeError
     from traceprobe.render import formats, render
 
-    rel = _name(p)
+    rel = _name(REPO / p if not p.is_absolute() else p)
     try:
         tl = traceprobe.load(str(p))
         reps = {"whole": traceprobe.analyze(tl), "all": traceprobe.analyze(tl, step="all")}
@@ -92,9 +95,9 @@ def _via_cli(out: Path, traces: list[Path], scratch: Path) -> None:
     import traceprobe
 
     for p in traces:
-        if not str(p).startswith(str(REPO / "sample_traces")):
+        if not str(p).startswith("sample_traces"):
             continue
-        rel = _name(p)
+        rel = _name(REPO / p)
         work = scratch / rel
         work.mkdir(parents=True)
         _cli(out, f"{rel}.extras", ["analyze", str(p), "-o", str(work / "report.txt"),
@@ -105,11 +108,11 @@ def _via_cli(out: Path, traces: list[Path], scratch: Path) -> None:
                                                 "-o", str(work / f"all.{ext}")])
         _collect(out, work, rel)
     for d in sorted({p.parent for p in traces}):
-        if not str(d).startswith(str(REPO / "sample_traces")):
+        if not str(d).startswith("sample_traces"):
             continue
         if len(traceprobe.find_traces(str(d))) < 2:
             continue
-        rel = "many__" + _name(d)
+        rel = "many__" + _name(REPO / d)
         work = scratch / rel
         work.mkdir(parents=True)
         for fmt in ("text", "json", "markdown", "html"):
@@ -124,6 +127,13 @@ def _via_cli(out: Path, traces: list[Path], scratch: Path) -> None:
         _collect(out, work, rel)
 
 
+def _relative(p: Path) -> Path:
+    try:
+        return p.relative_to(REPO)
+    except ValueError:
+        return p
+
+
 def main() -> int:
     import tempfile
 
@@ -131,9 +141,12 @@ def main() -> int:
     ap.add_argument("out")
     ap.add_argument("--only", help="only traces whose path contains this")
     a = ap.parse_args()
-    out = Path(a.out)
+    out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    traces = [p for p in _traces() if p.stat().st_size <= 3_000_000
+    # traces named from the checkout (sample_traces/...), so that the names drawn into a
+    # PNG's title, or setting a table's width, are the same in any two checkouts
+    os.chdir(REPO)
+    traces = [_relative(p) for p in _traces() if p.stat().st_size <= 3_000_000
               and not re.search(r"(^|/)bench/", str(p.relative_to(p.anchor)))]
     if a.only:
         traces = [p for p in traces if a.only in str(p)]

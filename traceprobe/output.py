@@ -27,6 +27,7 @@ protocol is refused, before anything is loaded.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import stat
@@ -64,10 +65,22 @@ def one_line(text: str) -> str:
 
 
 def printable_data(obj: Any) -> Any:
-    """A copy of a report dict (lists, dicts, strings) with every string :func:`printable`:
-    for a renderer that adds terminal colour codes of its own afterwards."""
+    """A copy of a report (a Report's dataclass tree, or a report dict: lists, dicts,
+    strings) with every string :func:`printable`: for a renderer that adds terminal colour
+    codes of its own afterwards."""
     if isinstance(obj, str):
         return printable(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {}
+        for f in dataclasses.fields(obj):
+            if f.init and not f.metadata.get("internal"):
+                v = getattr(obj, f.name)
+                p = printable_data(v)
+                if p is not v:
+                    changes[f.name] = p
+        return dataclasses.replace(obj, **changes) if changes else obj
+    if isinstance(obj, Sequence) and not isinstance(obj, (list, tuple, bytes)):
+        return [printable_data(v) for v in obj]  # a Report's steps (report.blocks)
     if isinstance(obj, dict):
         return {k: printable_data(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

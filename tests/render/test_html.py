@@ -22,6 +22,7 @@ import base64
 import gzip
 import json
 import re
+from dataclasses import replace
 from html import escape as html_escape
 from typing import Any
 
@@ -32,6 +33,7 @@ import pytest
 import frames  # tests/frames.py
 from traceprobe.intervals import Spans, difference, spans
 from traceprobe.render.events import EVENT_KINDS, event_detail, nesting
+from traceprobe.render import as_report
 from traceprobe.render.html import critical_segments, page_title, render, render_html
 from traceprobe.render.lanes import (
     MAX_PIECES,
@@ -41,7 +43,6 @@ from traceprobe.render.lanes import (
     lanes_for_report,
     merge_close,
     raster,
-    report_window,
 )
 from traceprobe.timeline import GPU_COLUMNS
 
@@ -194,8 +195,10 @@ def test_raster_shows_the_longest_kind_per_pixel() -> None:
 
 
 def test_lanes_for_report_uses_the_report_step_and_devices() -> None:
+    from traceprobe.report import analyze
+
     tl = two_gpus()
-    report = {"window": {"start_us": 0.12, "end_us": 0.26, "step": 2}, "devices": [{"device": 1}]}
+    report = analyze(tl, step=2, devices=[1])
     lanes = lanes_for_report(report, tl)
 
     assert (lanes.lo, lanes.hi) == (120, 260)
@@ -253,7 +256,7 @@ def test_trace_strings_are_escaped() -> None:
     assert trace["lanes"]["lanes"] == 3
     assert NASTY in trace["events"]["names"]  # the JSON still carries the name itself
     (title,) = re.findall(r"<title>(.*?)</title>", html)
-    assert title == html_escape(page_title([{"trace": f"runs/{NASTY}.json"}]))
+    assert title == html_escape(page_title([as_report({"trace": f"runs/{NASTY}.json"})]))
 
 
 def test_one_section_per_trace_and_one_time_axis() -> None:
@@ -297,9 +300,10 @@ def test_title_and_header_name_the_trace() -> None:
     html = render_html([r], [two_gpus()])
     assert "<title>rank0.pt.trace.json.gz — traceprobe</title>" in html
     assert "<h1>rank0.pt.trace.json.gz — traceprobe</h1>" in html
-    step = {**r, "window": {**r["window"], "step": 2}}
+    obj = as_report(r)
+    step = replace(obj, window=replace(obj.window, step=2))
     assert page_title([step]) == "rank0.pt.trace.json.gz — ProfilerStep#2 — traceprobe"
-    names = [{"trace": f"r{i}.json"} for i in range(5)]
+    names = [replace(obj, trace=f"r{i}.json") for i in range(5)]
     assert page_title(names) == "5 traces: r0.json, r1.json, r2.json, … — traceprobe"
 
 
@@ -417,10 +421,10 @@ def test_critical_path_segments_from_the_window_start() -> None:
         {"start_us": 1.0, "end_us": 2.5, "kind": "gpu", "name": "gemm"},
         {"start_us": 2.5, "end_us": 4.0, "kind": "cpu", "name": "aten::add"},
         {"start_us": 9.0, "end_us": 9.5, "kind": "cpu", "name": "outside"}]}}
-    assert critical_segments(r, 500, 5000) == [[500, 2000, "gpu", "gemm"],
-                                              [2000, 3500, "cpu", "aten::add"]]
-    assert critical_segments({}, 0, 10) is None
-    assert critical_segments({"critical_path": {"segments": []}}, 0, 10) is None
+    assert critical_segments(as_report(r), 500, 5000) == [[500, 2000, "gpu", "gemm"],
+                                                         [2000, 3500, "cpu", "aten::add"]]
+    assert critical_segments(as_report({}), 0, 10) is None
+    assert critical_segments(as_report({"critical_path": {"segments": []}}), 0, 10) is None
 
 
 def test_page_carries_events_and_critical_path() -> None:
@@ -439,12 +443,16 @@ def test_page_carries_events_and_critical_path() -> None:
     assert payloads(html)[0]["traces"][0]["critical"] is None
 
 
-def test_report_window_follows_the_report_not_only_the_trace() -> None:
+def test_lanes_follow_the_report_window_exactly() -> None:
+    """The picture covers the Report's window in exact ns (not re-derived from µs floats),
+    whatever the trace's steps; without a report, the whole trace."""
+    from traceprobe.report import analyze
+    from traceprobe.report.model import Window
+
     tl = two_gpus()  # span [0, 260), steps [0, 120) and [120, 260)
-    # a default window that is not the whole trace (e.g. the profiled steps of a trace with
-    # events outside them), given in µs floats, a fraction of a ns off: snapped to step bounds
-    assert report_window({"window": {"start_us": 0.0000004, "end_us": 0.2600009}}, tl) == (0, 260)
-    assert report_window({"window": {"start_us": 0.05, "end_us": 0.2}}, tl) == (50, 200)
-    step2 = {"window": {"step": 2, "start_us": 0.12, "end_us": 0.26}}
-    assert report_window(step2, tl) == (120, 260)
-    assert report_window({}, tl) == (0, 260)
+    whole = analyze(tl)
+    for lo, hi in ((0, 260), (50, 200), (121, 259)):
+        lanes = lanes_for_report(replace(whole, window=Window(lo, hi, None, "events")), tl)
+        assert (lanes.lo, lanes.hi) == (lo, hi)
+    lanes = lanes_for_report(None, tl)
+    assert (lanes.lo, lanes.hi) == (0, 260)

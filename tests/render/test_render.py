@@ -27,7 +27,8 @@ import pytest
 import frames  # tests/frames.py
 from traceprobe import output
 from traceprobe.errors import OutputError, UsageError
-from traceprobe.render import as_dict, formats, register, render
+from traceprobe.render import as_report, formats, register, render
+from traceprobe.render.jsonfmt import as_dict
 from traceprobe.render import tables as tb
 from traceprobe.render.csv import FILES, write_csv
 from traceprobe.timeline import Timeline
@@ -577,7 +578,7 @@ def test_register_a_format(monkeypatch):
     from traceprobe import render as registry
 
     monkeypatch.setattr(registry, "_registered", {})
-    register("count", lambda rep, *, top=None, color=False: f"{len(rep['devices'])}\n")
+    register("count", lambda rep, *, top=None, color=False: f"{len(rep.devices)}\n")
     assert "count" in formats()
     assert render(make_report(), "count") == "2\n"
 
@@ -606,8 +607,7 @@ def test_cross_trace_rows_skipped_pairs_and_bare_lists():
     assert "[0] GPU 0  [1] GPU 0    6.00 ms      9.00 ms      66.7%" in text
     assert "[0] and [2] not compared: their windows do not intersect" in text
     assert "the comparison assumes all traces share one host clock" in text
-    m["cross_trace"] = m["cross_trace"]["pairs"]  # a bare list of rows renders the same table
-    assert "[0] GPU 0  [1] GPU 0    6.00 ms" in render(m, "text")
+    assert "[0] GPU 0  [1] GPU 0    6.00 ms" in render(as_report(m), "text")  # the object
     m["cross_trace"] = {"pairs": [], "skipped": [], "clock": "one clock"}
     assert "Across traces" not in render(m, "text")
 

@@ -19,6 +19,7 @@ import pytest
 from browser import ARGS, CHROMIUM, sync_playwright
 from traceprobe import report as rp
 from traceprobe.load import load
+from traceprobe.render import as_report
 from traceprobe.render.charts import UNLISTED, charts_html, report_charts
 from traceprobe.render.html import render_html
 
@@ -27,14 +28,15 @@ LOOP = next((ROOT / "sample_traces/h200/real-loops/mnist-workers1").glob("*.pt.t
 
 
 @pytest.fixture(scope="module")
-def loop() -> tuple[Any, dict[str, Any]]:
+def loop() -> tuple[Any, Any]:
     tl = load(LOOP)
-    return tl, rp.analyze(tl).to_dict()
+    return tl, rp.analyze(tl)
 
 
-def test_the_charts_hold_the_reports_figures(loop: tuple[Any, dict[str, Any]]) -> None:
-    _, rep = loop
-    parts, phases, idle = report_charts(rep)
+def test_the_charts_hold_the_reports_figures(loop: tuple[Any, Any]) -> None:
+    _, report = loop
+    rep = report.to_dict()  # the figures to hold the charts to: the JSON's
+    parts, phases, idle = report_charts(report)
     assert (parts.key, phases.key, idle.key) == ("parts", "phases", "idle")
     for chart, key in ((parts, "parts"), (phases, "phases")):
         assert len(chart.bars) == 3
@@ -49,15 +51,16 @@ def test_the_charts_hold_the_reports_figures(loop: tuple[Any, dict[str, Any]]) -
     assert dict(bar.segments)["dataloader"] == pytest.approx(
         sum(c["us"] for c in dev["causes"] if c["kind"] == "dataloader"))
     assert dict(bar.segments).get(UNLISTED, 0) == pytest.approx(dev["idle_us"] - listed)
-    assert charts_html({"step_breakdown": [], "host": {"devices": []}}) == ""
+    assert charts_html(as_report({"step_breakdown": [], "host": {"devices": []}})) == ""
 
 
-def test_the_plot_grows_by_the_charts(loop: tuple[Any, dict[str, Any]]) -> None:
+def test_the_plot_grows_by_the_charts(loop: tuple[Any, Any]) -> None:
     pytest.importorskip("matplotlib")
     from traceprobe.render.plot import plot_figure
 
-    tl, rep = loop
-    with_charts = plot_figure(tl, rep)
+    tl, report = loop
+    rep = report.to_dict()
+    with_charts = plot_figure(tl, report)
     without = plot_figure(tl, {**rep, "step_breakdown": [], "host": {"devices": []}})
     assert with_charts.get_figheight() > without.get_figheight()
     titles = [a.get_title(loc="left") for a in with_charts.axes]
@@ -77,10 +80,11 @@ def test_the_plot_grows_by_the_charts(loop: tuple[Any, dict[str, Any]]) -> None:
                     reason="chromium or playwright not installed "
                     "(see tests/render/test_browser.py)")
 def test_bars_in_the_browser_are_as_long_as_the_figures(
-        loop: tuple[Any, dict[str, Any]], tmp_path: Path) -> None:
-    tl, rep = loop
+        loop: tuple[Any, Any], tmp_path: Path) -> None:
+    tl, report = loop
+    rep = report.to_dict()
     page_file = tmp_path / "report.html"
-    page_file.write_text(render_html([rep], [tl]), encoding="utf-8")
+    page_file.write_text(render_html([report], [tl]), encoding="utf-8")
     with sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=CHROMIUM, args=ARGS, headless=True,

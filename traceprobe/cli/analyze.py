@@ -147,17 +147,15 @@ def analyze(paths: tuple[str, ...], fmt: str | None, output_path: str, force: bo
     _check_outputs(files, output_path, csv_dir, plot_path, tb=tb, hta=hta, force=force, so=so)
     timelines, files, errors = _load(files, jobs, strict=strict, so=so)
     stream = fmt == "json" and not (hta or csv_dir is not None or plot_path is not None)
-    data, per_trace, multi, pieces, stepped = _report(
+    rep, per_trace, multi, pieces, stepped = _report(
         timelines, step, list(devices) or None, window, stream=stream, top=top, tb=tb)
-    if hta:
-        from traceprobe import hta_bridge
-
-        for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
-            say(f"traceprobe: warning: {failure}")
+    if hta:  # HTA's figures go into the JSON dict (other formats leave them out)
+        data = _with_hta(rep, files)
+        rep = data if fmt == "json" else rep
     if pieces is not None:
         output.write_pieces(output_path, pieces, force=force, storage_options=so)
     else:
-        text = _render(data, timelines, fmt, output_path, top=top)
+        text = _render(rep, timelines, fmt, output_path, top=top)
         if (multi is not None and fmt in ("text", "markdown") and window == "steps"
                 and step is None and not devices):
             text = _with_job_lines(text, files, timelines, multi.reports)
@@ -247,13 +245,13 @@ def _load(files: list[Any], jobs: int | None, *, strict: bool, so: dict[str, Any
 
 def _report(timelines: list[Any], step: int | Literal["all"] | None, only: list[int] | None,
             window: str, *, stream: bool, top: int | None, tb: bool = False
-            ) -> tuple[dict[str, Any], list[dict[str, Any]], Any, Any, list[Any]]:
-    """The report dict, one dict per trace, the MultiReport of several traces (or None),
-    for one trace's JSON alone (``stream``) its pieces instead of the dict (written a step
-    at a time: :func:`traceprobe.render.jsonfmt.pieces`), and with ``tb`` every trace's
-    step="all" report (the same analysis where it can: report.build.analyze_with_steps)."""
+            ) -> tuple[Any, list[Any], Any, Any, list[Any]]:
+    """The Report (of several traces: the MultiReport), one Report per trace, the
+    MultiReport of several traces (or None), for one trace's JSON alone (``stream``) its
+    pieces too (written a step at a time: :func:`traceprobe.render.jsonfmt.pieces`), and
+    with ``tb`` every trace's step="all" report (the same analysis where it can:
+    report.build.analyze_with_steps)."""
     from traceprobe import report as rp
-    from traceprobe.render import as_dict
 
     if only is not None:
         from traceprobe.report.build import check_devices
@@ -270,31 +268,40 @@ def _report(timelines: list[Any], step: int | Literal["all"] | None, only: list[
     else:
         rep = rp.analyze_many(timelines, step=step, devices=only, window=window)
     if len(timelines) == 1:
+        pieces = None
         if stream:
-            from traceprobe.render.jsonfmt import pieces
+            from traceprobe.render.jsonfmt import pieces as json_pieces
 
-            return {}, [{}], None, pieces(rep, top=top), stepped
-        data = as_dict(rep)
-        return data, [data], None, None, stepped
+            pieces = json_pieces(rep, top=top)
+        return rep, [rep], None, pieces, stepped
+    return rep, list(rep.reports), rep, None, stepped
+
+
+def _with_hta(rep: Any, files: list[Any]) -> dict[str, Any]:
+    """The report's JSON dict with HTA's figures in each trace's ``"hta"``."""
+    from traceprobe import hta_bridge
+    from traceprobe.render.jsonfmt import as_dict
+
     data = as_dict(rep)
-    return data, list(data["traces"]), rep, None, stepped
+    per_trace = list(data["traces"]) if "traces" in data else [data]
+    for failure in hta_bridge.add_hta([Path(f) for f in files], per_trace):
+        say(f"traceprobe: warning: {failure}")
+    return data
 
 
 def _colored(fmt: str, output_path: str) -> bool:
     return fmt == "text" and output.is_stdout(output_path) and _color_terminal()
 
 
-def _render(data: dict[str, Any], timelines: list[Any], fmt: str, output_path: str, *,
+def _render(rep: Any, timelines: list[Any], fmt: str, output_path: str, *,
             top: int | None) -> str:
-    if fmt == "html":
-        from traceprobe.render.html import render_html
-
-        return render_html(data, timelines, top=top)
     from traceprobe.render import render
 
+    if fmt == "html":
+        return render(rep, fmt, top=top, timelines=timelines)
     color = _colored(fmt, output_path)
     # colour codes are the renderer's own: the names are made printable before it runs
-    return render(output.printable_data(data) if color else data, fmt, top=top, color=color)
+    return render(output.printable_data(rep) if color else rep, fmt, top=top, color=color)
 
 
 def _with_job_lines(text: str, files: list[Any], timelines: list[Any], reports: Any) -> str:
@@ -306,7 +313,7 @@ def _with_job_lines(text: str, files: list[Any], timelines: list[Any], reports: 
     return text if not lines else text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
 
 
-def _write_extras(timelines: list[Any], files: list[Any], per_trace: list[dict[str, Any]],
+def _write_extras(timelines: list[Any], files: list[Any], per_trace: list[Any],
                   csv_dir: Path | None, plot_path: str | None, stepped: list[Any], *,
                   tb: bool, force: bool) -> None:
     """--csv, --plot, --tensorboard, after the report."""
@@ -320,10 +327,11 @@ def _write_extras(timelines: list[Any], files: list[Any], per_trace: list[dict[s
         write_plots(timelines, per_trace, plot_path, force=force)
     if tb:
         from traceprobe import tensorboard
+        from traceprobe.render.jsonfmt import as_dict
 
         groups: dict[Path, list[dict]] = {}
         for f, r in zip(files, stepped, strict=True):  # reports made with step="all"
-            groups.setdefault(Path(f).parent, []).append(r.to_dict())
+            groups.setdefault(Path(f).parent, []).append(as_dict(r))  # the JSON's figures
         for run_dir, reports in groups.items():
             tensorboard.write_scalars(run_dir, reports, force=force)
 

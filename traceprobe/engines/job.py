@@ -2,7 +2,7 @@
 
     doc = analyze_ranks(files, cluster=None, scheduler=None, jobs=None, rank=None,
                         storage_options=None)
-    # -> {"schema": ..., "ranks": {...}, "rank_report": None | one rank's full report}
+    # -> {"schema": ..., "ranks": {...}, "rank_report": None | one rank's full Report}
 
 The client (this process) receives one :class:`~traceprobe.ranks.summary.RankSummary`
 per file and keeps nothing else; ``rank=R`` asks the engine for rank R's full report

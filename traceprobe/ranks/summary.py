@@ -122,12 +122,14 @@ def input_notices(rep: Any) -> tuple[str, ...]:
 
 def full_report(
     path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
-) -> dict[str, Any] | Failure:
-    """The ordinary full report of one trace (for ``--rank R``), as its JSON dict."""
+) -> Any:
+    """The ordinary full report of one trace (for ``--rank R``): its
+    :class:`~traceprobe.report.model.Report` (the renderers take it; the JSON renderer
+    writes its ``to_dict``), or a :class:`Failure`."""
     from traceprobe.load import load
     from traceprobe.report import analyze
 
     try:
-        return analyze(load(path, storage_options)).to_dict()
+        return analyze(load(path, storage_options))
     except TraceError as e:
         return Failure(e.path, e.problem, e.fix)

@@ -3,17 +3,25 @@
     from traceprobe.render import render, formats
     text = render(report, "markdown", top=10)
 
-Every renderer has one signature and reads only the report dict of
-docs/REPORT_SCHEMA.md (a ``Report``/``MultiReport`` is turned into it first)::
+Every renderer has one signature (pyinstrument's ``Renderer.render(session)``) and takes
+the report object itself, integer nanoseconds inside::
 
-    fn(report: dict, *, top: int | None = None, color: bool = False) -> str
+    fn(report: Report | MultiReport | RanksReport, *, top: int | None = None,
+       color: bool = False) -> str
 
-``top`` caps the top-kernel and top-op rows (None: the format's default); ``color``
-asks for terminal colour where the format has any. ``html`` also takes ``timelines`` (the
-traces' Timelines, in the report's order) to draw their timeline picture:
-``render(report, "html", timelines=[tl])``; without them the page has the tables only.
-A report of several traces is ``{"schema": ..., "traces": [...], "cross_trace": ...}``;
-each renderer handles both.
+It reads the ns-exact fields and writes them in display units only in the cell
+(:mod:`traceprobe.render.units`). Only the JSON renderer (:mod:`.jsonfmt`) turns a report
+into the dict of docs/REPORT_SCHEMA.md (``to_dict``); ``tests/test_architecture.py`` fails
+if another renderer does. ``top`` caps the top-kernel and top-op rows (None: the format's
+default); ``color`` asks for terminal colour where the format has any. ``html`` also takes
+``timelines`` (the traces' Timelines, in the report's order) to draw their timeline
+picture: ``render(report, "html", timelines=[tl])``; without them the page has the tables
+only. A ``RanksReport`` is the many-rank summary (``traceprobe.ranks/1``: plain data, as
+the ranks engines reduce it) whose ``rank_report`` is a Report (or None).
+
+:func:`render` also takes a list of Reports (side by side, not compared: a MultiReport
+without cross-trace figures) and a saved report dict (read back by ``Report.from_dict``
+/ ``MultiReport.from_dict``; the JSON renderer writes a dict as it is): :func:`as_report`.
 Formats are imported only when used; :func:`register` adds one.
 :mod:`traceprobe.render.csv` (the frames as CSV files) writes a directory, not a
 string, so it is not a format here.
@@ -26,7 +34,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from traceprobe.errors import UsageError
-from traceprobe.report.model import MULTI_SCHEMA
 
 Renderer = Callable[..., str]
 
@@ -61,22 +68,34 @@ def get(fmt: str) -> Renderer:
 
 def render(report: Any, fmt: str = "text", *, top: int | None = None, color: bool = False,
            timelines: Sequence[Any] | None = None) -> str:
-    """Render a report dict, a Report/MultiReport, or a list of them, as format ``fmt``;
-    ``timelines`` (for ``html``): the traces' Timelines, for the picture."""
+    """Render a Report/MultiReport, a list of Reports, the many-rank summary or a report
+    dict as format ``fmt``; ``timelines`` (for ``html``): the traces' Timelines."""
     fn = get(fmt)
+    if fmt != "json":  # the JSON renderer writes a dict as it is, an object by its to_dict
+        report = as_report(report)
     if timelines is not None:
-        return fn(as_dict(report), top=top, color=color, timelines=timelines)
-    return fn(as_dict(report), top=top, color=color)
+        return fn(report, top=top, color=color, timelines=timelines)
+    return fn(report, top=top, color=color)
 
 
-def as_dict(report: Any) -> dict[str, Any]:
-    """The schema dict of ``report``: a dict as is, ``.to_dict()`` of an object, and a list
-    of either as the several-traces object (without cross-trace figures)."""
+def as_report(report: Any) -> Any:
+    """What the renderers take: a Report or MultiReport as is; a list of them as one
+    MultiReport (``cross_trace`` None); a report dict read back (``from_dict``); the
+    many-rank summary with its ``rank_report`` read back."""
+    from traceprobe.report.model import MultiReport, Report
+
+    if isinstance(report, (Report, MultiReport)):
+        return report
     if isinstance(report, Mapping):
-        return dict(report)
-    to_dict = getattr(report, "to_dict", None)
-    if callable(to_dict):
-        return as_dict(to_dict())
+        if "ranks" in report:
+            rr = report.get("rank_report")
+            return {**report, "rank_report": rr if rr is None or isinstance(rr, Report)
+                    else Report.from_dict(rr)}
+        if "traces" in report and "trace" not in report:
+            return MultiReport.from_dict(report)
+        return Report.from_dict(report)
     if isinstance(report, Sequence) and not isinstance(report, (str, bytes)):
-        return {"schema": MULTI_SCHEMA, "traces": [as_dict(r) for r in report], "cross_trace": None}
+        items = [as_report(r) for r in report]
+        flat = [r for x in items for r in (x.reports if isinstance(x, MultiReport) else [x])]
+        return MultiReport(tuple(flat), None)
     raise TypeError(f"not a report: {type(report).__name__}")

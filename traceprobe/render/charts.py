@@ -1,8 +1,8 @@
 """Bar charts of a report: each step's breakdown and phases as a stacked bar, and each GPU's
 idle time split by cause — as TensorBoard's overview drew them.
 
-    charts = report_charts(report_dict)      # -> [Chart], drawn by html (below) and plot.py
-    html = charts_html(report_dict)          # the HTML section: plain divs, no script
+    charts = report_charts(report)      # -> [Chart], drawn by html (below) and plot.py
+    html = charts_html(report)          # the HTML section: plain divs, no script
 
 Only the report's own figures are drawn (``step_breakdown[].parts`` and ``.phases``,
 ``host.devices[].causes``); nothing is computed here but their sums. In a chart every bar is
@@ -15,12 +15,17 @@ against them.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceprobe.render.lanes import COLORS
 from traceprobe.render.units import fmt_time
+from traceprobe.render.units import us as _us
+
+if TYPE_CHECKING:
+    from traceprobe.metrics.steps import Part
+    from traceprobe.report.model import Report
 
 PALETTE = {  # a colour per part, phase and cause kind (lanes' colours where they mean the same)
     "kernel": COLORS["kernel"], "memcpy": COLORS["memcpy"], "memset": COLORS["memset"],
@@ -60,43 +65,44 @@ class Chart:
         return out
 
 
-def report_charts(report: Mapping[str, Any]) -> list[Chart]:
-    """The step-breakdown charts (one per device), the phases chart, and the idle causes."""
+def report_charts(report: Report) -> list[Chart]:
+    """The step-breakdown charts (one per device), the phases chart, and the idle causes
+    (bar lengths in µs: each part's ``ns / 1000``, summed as floats)."""
     out: list[Chart] = []
-    rows = [r for r in report.get("step_breakdown") or [] if isinstance(r, Mapping)]
+    rows = list(report.step_breakdown or ())
     devices: list[Any] = []
     for r in rows:
-        if r.get("device") not in devices:
-            devices.append(r.get("device"))
+        if r.device not in devices:
+            devices.append(r.device)
     for d in devices:
-        mine = [r for r in rows if r.get("device") == d]
+        mine = [r for r in rows if r.device == d]
         where = "" if d is None else f" on GPU {d}"
         out.append(Chart("parts", f"Step-time breakdown{where}", tuple(
-            _bar(r, "parts") for r in mine)))
-    if rows and any(r.get("phases") for r in rows):
-        first = [r for r in rows if r.get("device") == devices[0]]
+            _bar(r.step, r.parts) for r in mine)))
+    if rows and any(r.phases for r in rows):
+        first = [r for r in rows if r.device == devices[0]]
         out.append(Chart("phases", "Phases of each step (host)", tuple(
-            _bar(r, "phases") for r in first)))
+            _bar(r.step, r.phases) for r in first)))
     idle = []
-    for dev in (report.get("host") or {}).get("devices") or []:
-        total = float(dev.get("idle_us") or 0.0)
+    for dev in (report.host.devices if report.host is not None else None) or ():
+        total = float(_us(dev.idle_ns) or 0.0)
         by_kind: dict[str, float] = {}
-        for c in dev.get("causes") or []:
-            k = str(c.get("kind"))
-            by_kind[k] = by_kind.get(k, 0.0) + float(c.get("us") or 0.0)
+        for c in dev.causes or ():
+            k = str(c.kind)
+            by_kind[k] = by_kind.get(k, 0.0) + float(_us(c.ns) or 0.0)
         rest = total - sum(by_kind.values())
         segs = [(k, v) for k, v in by_kind.items()]
         if rest > 1e-6:
             segs.append((UNLISTED, rest))
-        idle.append(Bar(f"GPU {dev.get('device')}", total, tuple(segs)))
+        idle.append(Bar(f"GPU {dev.device}", total, tuple(segs)))
     if idle:
         out.append(Chart("idle", "GPU idle time by cause", tuple(idle)))
     return out
 
 
-def _bar(row: Mapping[str, Any], key: str) -> Bar:
-    segs = tuple((str(p["name"]), float(p["us"])) for p in row.get(key) or [])
-    return Bar(f"#{row.get('step')}", round(sum(us for _, us in segs), 3), segs)
+def _bar(step: int, parts: Sequence[Part]) -> Bar:
+    segs = tuple((str(p.name), float(p.ns / 1000)) for p in parts or ())
+    return Bar(f"#{step}", round(sum(v for _, v in segs), 3), segs)
 
 
 def color(name: str) -> str:
@@ -110,7 +116,7 @@ def label(chart: Chart, name: str) -> str:
 # ----------------------------------------------------------------------------- HTML
 
 
-def charts_html(report: Mapping[str, Any]) -> str:
+def charts_html(report: Report) -> str:
     """The charts as one HTML block ('' for a report without steps or idle time)."""
     charts = [c for c in report_charts(report) if c.bars and c.scale_us > 0]
     if not charts:

@@ -1,6 +1,6 @@
 """The timeline frames and the per-device/per-stream figures as CSV files in a directory.
 
-    write_csv(timelines, "out/", reports=[r.to_dict() for r in reports], force=False)
+    write_csv(timelines, "out/", reports=reports, force=False)   # reports: Reports
 
 writes, for one trace or several (a ``trace`` column, first, tells them apart):
 
@@ -28,12 +28,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from traceprobe.output import atomic_directory, spreadsheet_safe
+from traceprobe.render import as_report
+from traceprobe.render.units import us
+from traceprobe.report.model import plain
 from traceprobe.timeline import Timeline
+
+if TYPE_CHECKING:
+    from traceprobe.report.model import Report
 
 FILES = ("gpu.csv", "cpu.csv", "steps.csv", "devices.csv", "streams.csv", "copies.csv",
          "step_breakdown.csv", "idle_causes.csv", "efficiency.csv", "efficiency_categories.csv")
@@ -43,19 +49,20 @@ def write_csv(
     timelines: Timeline | Sequence[Timeline],
     directory: str | os.PathLike[str],
     *,
-    reports: Sequence[Mapping[str, Any]] | None = None,
+    reports: Sequence[Report | Mapping[str, Any]] | None = None,
     force: bool = False,
 ) -> list[Path]:
     """Write the CSV files for ``timelines`` into ``directory``; returns their paths.
 
-    ``reports`` are the report dicts of the same timelines, in order; without them
+    ``reports`` are the Reports of the same timelines, in order; without them
     each timeline is analysed here (whole trace, all devices).
     """
     tls = [timelines] if isinstance(timelines, Timeline) else list(timelines)
     if reports is None:
         from traceprobe.report import analyze
 
-        reports = [analyze(tl).to_dict() for tl in tls]
+        reports = [analyze(tl) for tl in tls]
+    reports = [as_report(r) for r in reports]  # a saved report dict is read back
     if len(reports) != len(tls):
         raise ValueError(f"{len(tls)} timelines but {len(reports)} reports")
     frames = {
@@ -101,15 +108,15 @@ def _frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
     return out
 
 
-def _summary(reports: Sequence[Mapping[str, Any]], key: str) -> pd.DataFrame:
+def _summary(reports: Sequence[Report], key: str) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for r in reports:
-        steps = [((s.get("window") or {}).get("step"), s) for s in r.get("steps") or []]
+        steps = [(s.window.step, s) for s in r.steps or ()]
         for step, w in [(None, r), *steps]:
-            for row in w.get(key) or []:
-                rows.append(
-                    {"trace": r.get("trace"), "step": step, "span_us": w.get("span_us"), **row}
-                )
+            for row in getattr(w, key) or ():
+                # the report's rows in the JSON's units (µs): the schema's columns
+                rows.append({"trace": r.trace, "step": step, "span_us": us(w.span_ns),
+                             **plain(row)})
     columns = ["trace", "step", "span_us"]
     for row in rows:  # union of the keys, in the order first seen (schema order)
         columns += [k for k in row if k not in columns]
@@ -119,15 +126,15 @@ def _summary(reports: Sequence[Mapping[str, Any]], key: str) -> pd.DataFrame:
     return df
 
 
-def _breakdown(reports: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def _breakdown(reports: Sequence[Report]) -> pd.DataFrame:
     rows = [
-        {"trace": r.get("trace"), "step": b.get("step"), "device": b.get("device"),
-         "start_us": b.get("start_us"), "end_us": b.get("end_us"), "what": what,
-         "name": p.get("name"), "us": p.get("us"), "share": p.get("share")}
+        {"trace": r.trace, "step": b.step, "device": b.device,
+         "start_us": us(b.start_ns), "end_us": us(b.end_ns), "what": what,
+         "name": p.name, "us": us(p.ns), "share": p.share}
         for r in reports
-        for b in r.get("step_breakdown") or []
-        for what, key in (("part", "parts"), ("region", "regions"))
-        for p in b.get(key) or []
+        for b in r.step_breakdown or ()
+        for what, parts in (("part", b.parts), ("region", b.regions))
+        for p in parts or ()
     ]
     cols = ["trace", "step", "device", "start_us", "end_us", "what", "name", "us", "share"]
     df = pd.DataFrame(rows, columns=cols)
@@ -136,18 +143,17 @@ def _breakdown(reports: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def _causes(reports: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def _causes(reports: Sequence[Report]) -> pd.DataFrame:
     rows = []
     for r in reports:
-        for h in (r.get("host") or {}).get("devices") or []:
-            for c in h.get("causes") or []:
-                base = {"trace": r.get("trace"), "device": h.get("device"),
-                        "idle_us": h.get("idle_us")}
-                rows.append({**base, "parent": "", "name": c.get("name"), "kind": c.get("kind"),
-                             "us": c.get("us"), "share": c.get("share"), "calls": c.get("calls")})
-                rows += [{**base, "parent": c.get("name"), "name": k.get("name"), "kind": "",
-                          "us": k.get("us"), "share": k.get("share"), "calls": None}
-                         for k in c.get("children") or []]
+        for h in (r.host.devices if r.host is not None else None) or ():
+            for c in h.causes or ():
+                base = {"trace": r.trace, "device": h.device, "idle_us": us(h.idle_ns)}
+                rows.append({**base, "parent": "", "name": c.name, "kind": c.kind,
+                             "us": us(c.ns), "share": c.share, "calls": c.calls})
+                rows += [{**base, "parent": c.name, "name": k.name, "kind": "",
+                          "us": us(k.ns), "share": k.share, "calls": None}
+                         for k in c.children or ()]
     cols = ["trace", "device", "idle_us", "parent", "name", "kind", "us", "share", "calls"]
     df = pd.DataFrame(rows, columns=cols)
     if not df.empty:
@@ -155,9 +161,9 @@ def _causes(reports: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def _efficiency(reports: Sequence[Mapping[str, Any]], key: str) -> pd.DataFrame:
-    rows = [{"trace": r.get("trace"), "device": (r.get("efficiency") or {}).get("device"), **x}
-            for r in reports for x in (r.get("efficiency") or {}).get(key) or []]
+def _efficiency(reports: Sequence[Report], key: str) -> pd.DataFrame:
+    rows = [{"trace": r.trace, "device": (r.efficiency or {}).get("device"), **x}
+            for r in reports for x in (r.efficiency or {}).get(key) or []]
     columns = ["trace", "device"]
     for row in rows:
         columns += [k for k in row if k not in columns]

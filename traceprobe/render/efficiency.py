@@ -28,9 +28,9 @@ def Table(title: str, headers: tuple[str, ...], align: str,  # noqa: N802
             "code": code}
 
 
-def efficiency_tables(r: Mapping[str, Any], top: int) -> list[dict[str, Any]]:
-    """The tables' fields, in the order shown; none without an efficiency section."""
-    e = r.get("efficiency")
+def efficiency_tables(e: Mapping[str, Any] | None, top: int) -> list[dict[str, Any]]:
+    """The tables' fields of a report's ``efficiency`` section (plain data already: rates in
+    TFLOP/s and GB/s), in the order shown; none without one."""
     if not isinstance(e, Mapping) or not (e.get("categories") or e.get("rows")):
         return []
     out = []

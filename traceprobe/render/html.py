@@ -1,7 +1,7 @@
 """The report as one self-contained HTML page, with one zoomable timeline of its traces.
 
-    html = render_html([report.to_dict()], [timeline])      # several traces: one section each
-    html = render(report_dict, timelines=[timeline])        # the registry's format "html"
+    html = render_html([report_a, report_b], [tl_a, tl_b])   # several traces: one section each
+    html = render(report, timelines=[timeline])              # the registry's format "html"
 
 The page holds everything inline (``assets/report.css``, ``assets/timeline.js`` and the
 timeline data as JSON), fetches nothing and works offline. The tables are the text
@@ -23,48 +23,39 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from traceprobe.render import as_dict
+from traceprobe.render import as_report
 from traceprobe.render import ranks as rk
 from traceprobe.render import tables as tb
 from traceprobe.render.charts import charts_html
 from traceprobe.render.events import event_detail
 from traceprobe.render.lanes import COLORS, LEGEND, lanes_for_report
 from traceprobe.render.roofline import roofline_svg
+from traceprobe.report.model import MultiReport, Report
 from traceprobe.timeline import Timeline
 
 TOP = 10
 
 
 def render_html(
-    reports: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    reports: Any,
     timelines: Sequence[Timeline | None] | None = None,
     *,
     top: int | None = None,
     title: str | None = None,
 ) -> str:
-    """One page for the traces of ``reports`` (report dicts, a several-traces dict, or objects
-    with ``to_dict``); ``timelines[i]`` (same order) gives trace i its picture, None skips it.
+    """One page for the traces of ``reports`` (a Report, a MultiReport, a list of Reports,
+    the many-rank summary; a report dict is read back first: :func:`~traceprobe.render.as_report`);
+    ``timelines[i]`` (same order) gives trace i its picture, None skips it.
     ``top``: top-kernel and top-op rows (None: 10); ``title``: default names the trace(s)."""
     top = TOP if top is None else top
+    one = as_report(reports)
+    if rk.is_ranks(one):  # the summary names no trace
+        title = "? — traceprobe" if title is None else title
+        return _page(title, _ranks_body(one, title, top))
+    multi: MultiReport | None = one if isinstance(one, MultiReport) else None
+    items: list[Report] = list(multi.reports) if multi is not None else [one]
     if title is None:
-        title = page_title(_titled(reports))
-    multi: Mapping[str, Any] | None = None
-    # the reports as given (a Report draws its picture over its exact ns window)
-    sources: list[Any]
-    if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
-        one = as_dict(reports)
-        if rk.is_ranks(one):
-            return _page(title, _ranks_body(one, title, top))
-        if tb.is_multi(one):
-            multi = one
-            items = [as_dict(t) for t in one.get("traces") or []]
-            sources = list(getattr(reports, "reports", None) or items)
-        else:
-            items = [one]
-            sources = [reports]
-    else:
-        sources = list(reports)
-        items = [as_dict(r) for r in sources]
+        title = page_title(items)
     tls = list(timelines or [])
     if len(tls) > len(items):
         raise ValueError(f"{len(tls)} timelines for {len(items)} reports")
@@ -74,18 +65,18 @@ def render_html(
     if len(items) > 1:
         body.append(f'<p class="tp-sub">{len(items)} traces</p><ol start="0">')
         body += [
-            f'<li><a href="#trace-{i}"><code>{_e(str(r.get("trace", "?")))}</code></a></li>'
+            f'<li><a href="#trace-{i}"><code>{_e(str(r.trace))}</code></a></li>'
             for i, r in enumerate(items)
         ]
         body.append("</ol>")
     body.append('<div id="errors" role="alert"></div>')
-    drawn = [(i, r, tl, src) for i, (r, tl, src) in enumerate(zip(items, tls, sources, strict=True))
+    drawn = [(i, r, tl) for i, (r, tl) in enumerate(zip(items, tls, strict=True))
              if tl is not None]
     multi_label = len(items) > 1
     if len(drawn) > 1:  # several traces: one picture, one above the other, before the sections
         body.append(_timeline(drawn, multi=True))
-    for i, (r, tl, src) in enumerate(zip(items, tls, sources, strict=True)):
-        picture = (_timeline([(i, r, tl, src)], multi=False) if tl is not None and len(drawn) == 1
+    for i, (r, tl) in enumerate(zip(items, tls, strict=True)):
+        picture = (_timeline([(i, r, tl)], multi=False) if tl is not None and len(drawn) == 1
                    else "")
         body.append(_section(i, r, picture, top=top, label=f"[{i}]" if multi_label else ""))
     if multi is not None:
@@ -100,25 +91,17 @@ def render(report: Any, *, top: int | None = None, color: bool = False,
     """The renderer signature of :mod:`traceprobe.render` (format ``html``): tables and
     headlines, and the timeline picture of the traces whose ``timelines`` are given."""
     del color
-    return render_html(as_dict(report), timelines, top=top)
+    return render_html(report, timelines, top=top)
 
 
-def page_title(items: Sequence[Mapping[str, Any]]) -> str:
+def page_title(items: Sequence[Report]) -> str:
     """The page's title: the trace's file name (and step), or the count and first names."""
-    names = [_short(str(r.get("trace") or "?")) for r in items]
+    names = [_short(str(r.trace or "?")) for r in items]
     if len(items) == 1:
-        step = (items[0].get("window") or {}).get("step")
+        step = items[0].window.step if items[0].window is not None else None
         return f"{names[0]}{f' — ProfilerStep#{step}' if step is not None else ''} — traceprobe"
     shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
     return f"{len(items)} traces: {shown} — traceprobe"
-
-
-def _titled(reports: Any) -> list[Mapping[str, Any]]:
-    """The report dicts whose ``trace`` names the page (the traces of a several-traces dict)."""
-    if isinstance(reports, Mapping) or hasattr(reports, "to_dict"):
-        one = as_dict(reports)
-        return [as_dict(t) for t in one.get("traces") or []] or [one]
-    return [as_dict(r) for r in reports]
 
 
 def _short(path: str) -> str:
@@ -128,7 +111,7 @@ def _short(path: str) -> str:
 # ----------------------------------------------------------------------------- parts
 
 
-def _section(i: int, r: Mapping[str, Any], picture: str | None, *, top: int, label: str) -> str:
+def _section(i: int, r: Report, picture: str | None, *, top: int, label: str) -> str:
     doc = tb.trace_document(r, top=top, label=label)
     out = [f'<section class="tp-trace" id="trace-{i}">']
     out.append(f"<h2>{_e(doc.label + ' ') if doc.label else ''}<code>{_e(doc.trace)}</code></h2>")
@@ -143,7 +126,7 @@ def _section(i: int, r: Mapping[str, Any], picture: str | None, *, top: int, lab
     charts = charts_html(r)  # the step breakdown, phases and idle causes as bars
     if charts:
         out.append(charts)
-    roof = roofline_svg(r.get("efficiency"))
+    roof = roofline_svg(r.efficiency)
     if roof:
         out.append(f'<figure class="tp-roofline-chart">{roof}<figcaption>Roofline: each op '
                    "shape's achieved TFLOP/s against its arithmetic intensity, under the "
@@ -165,18 +148,16 @@ def _ranks_body(report: Mapping[str, Any], title: str, top: int) -> str:
                  "</ul>"]
     body += [_table(t) for t in doc.tables]
     body.append("</section>")
-    if report.get("rank_report"):
+    if report.get("rank_report") is not None:
         body.append(_section(0, report["rank_report"], None, top=top, label="[--rank]"))
     return "\n".join(body)
 
 
-def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline, Any]], *,
-              multi: bool) -> str:
-    """One picture of the traces ``drawn`` ((index, report dict, timeline, the report as
-    given) each)."""
+def _timeline(drawn: Sequence[tuple[int, Report, Timeline]], *, multi: bool) -> str:
+    """One picture of the traces ``drawn`` ((index, report, timeline) each)."""
     traces, kinds = [], set()
-    for i, r, tl, src in drawn:
-        lanes = lanes_for_report(src, tl, idle=True)
+    for i, r, tl in drawn:
+        lanes = lanes_for_report(r, tl, idle=True)
         detail = event_detail(tl, (lanes.lo, lanes.hi), devices=[d for d, _ in lanes.devices])
         critical = critical_segments(r, lanes.lo, lanes.hi)
         kinds.update(lanes.kinds())
@@ -184,7 +165,7 @@ def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline, Any]], *,
         if critical:
             kinds.add("critical")
         traces.append({
-            "title": f"[{i}] {r.get('trace', '?')}" if multi else str(r.get("trace", "?")),
+            "title": f"[{i}] {r.trace}" if multi else str(r.trace),
             "lanes": lanes.to_payload(),
             "events": detail.payload() if detail.events else None,
             "critical": critical,
@@ -221,11 +202,11 @@ def _timeline(drawn: Sequence[tuple[int, Mapping[str, Any], Timeline, Any]], *,
     )
 
 
-def critical_segments(r: Mapping[str, Any], lo: int, hi: int) -> list[list[Any]] | None:
+def critical_segments(r: Report, lo: int, hi: int) -> list[list[Any]] | None:
     """The report's ``critical_path.segments`` as [start_ns, end_ns, kind, name] from the
     window start, or None when the report has none. Segment times are on the trace clock
-    in µs, like ``window.start_us``."""
-    cp = r.get("critical_path")
+    in µs (traceprobe.graph's plain data, as the report carries it)."""
+    cp = r.critical_path
     segs = cp.get("segments") if isinstance(cp, Mapping) else None
     if not segs:
         return None

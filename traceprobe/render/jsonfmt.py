@@ -18,17 +18,22 @@ writes ``1e-07``): the same values for any JSON reader.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
+
+from traceprobe.report.model import MULTI_SCHEMA
 
 _TOP_LISTS = ("top_kernels", "top_ops")
 _NESTED = ("steps", "traces")  # where reports hold reports
 
 
-def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = False) -> str:
+def render(report: Any, *, top: int | None = None, color: bool = False) -> str:
+    """The report as JSON: a Report, MultiReport, list or ranks summary by :func:`as_dict`
+    (``to_dict``: the one place a report becomes the JSON dict), a dict as it is."""
     del color
+    report = as_dict(report)
     data = report if top is None else _cut(report, top)
     raw = msgspec.json.encode(data, enc_hook=_hook)  # NaN and infinities: null
     return msgspec.json.format(raw, indent=2).decode() + "\n"
@@ -47,8 +52,6 @@ def pieces(report: Any, *, top: int | None = None) -> Iterator[bytes]:
     other report is rendered whole."""
     step_dicts = getattr(report, "step_dicts", None)
     if not getattr(report, "steps", None) or not callable(step_dicts):
-        from traceprobe.render import as_dict
-
         yield render(as_dict(report), top=top).encode()
         return
     head = report.head_dict()
@@ -64,6 +67,23 @@ def pieces(report: Any, *, top: int | None = None) -> Iterator[bytes]:
         yield sep + raw.replace(b"\n", _ITEM_INDENT)
         sep = b"," + _ITEM_INDENT
     yield b"\n  ]" + after
+
+
+def as_dict(report: Any) -> dict[str, Any]:
+    """The schema dict of ``report``: a dict as is (a ranks summary's ``rank_report``
+    object by its ``to_dict``), ``.to_dict()`` of an object, and a list of either as the
+    several-traces object (without cross-trace figures)."""
+    if isinstance(report, Mapping):
+        rr = report.get("rank_report")
+        if rr is not None and not isinstance(rr, Mapping):
+            return {**report, "rank_report": as_dict(rr)}
+        return dict(report)
+    to_dict = getattr(report, "to_dict", None)
+    if callable(to_dict):
+        return as_dict(to_dict())
+    if isinstance(report, Sequence) and not isinstance(report, (str, bytes)):
+        return {"schema": MULTI_SCHEMA, "traces": [as_dict(r) for r in report], "cross_trace": None}
+    raise TypeError(f"not a report: {type(report).__name__}")
 
 
 def _cut(report: Mapping[str, Any], top: int) -> dict[str, Any]:

@@ -34,7 +34,7 @@ chosen: a 300k-event trace's payload stays near 1 MB; a trace that fits is exact
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -344,57 +344,16 @@ def build_lanes(
     return exact.merged(-(-length // steps))
 
 
-def lanes_for_report(
-    report: Report | Mapping[str, Any] | None, timeline: Timeline, **kw: Any
-) -> Lanes:
-    """:func:`build_lanes` for what a report analysed: its window and its GPUs. A
-    :class:`~traceprobe.report.Report` gives its window in exact ns; a report dict's
-    window is found by :func:`report_window`."""
-    if isinstance(report, Report):
-        window: tuple[int, int] | None = (report.window.start_ns, report.window.end_ns)
-        devices = [d.device for d in report.devices]
-    else:
-        window = report_window(report, timeline)
-        devices = [d.get("device") for d in (report or {}).get("devices") or []]
-        devices = [int(d) for d in devices if d is not None]
+def lanes_for_report(report: Report | None, timeline: Timeline, **kw: Any) -> Lanes:
+    """:func:`build_lanes` for what a report analysed: its window (exact ns) and its GPUs;
+    without a report, the whole trace."""
+    if report is None:
+        return build_lanes(timeline, timeline.span, **kw)
+    window: tuple[int, int] | None = (report.window.start_ns, report.window.end_ns)
+    devices = [d.device for d in report.devices]
     if devices and devices != timeline.devices:
         timeline = timeline.only_devices(devices)
     return build_lanes(timeline, window, **kw)
-
-
-def report_window(report: Mapping[str, Any] | None, timeline: Timeline) -> tuple[int, int] | None:
-    """The window a report dict analysed, in exact ns: the step's ``ProfilerStep`` window
-    when ``window.step`` is set; else the report's default window (the profiled steps, or
-    the profiler's span: :func:`traceprobe.report.build.default_window`) when it names its
-    ``window.basis``; else the report's ``start_us``/``end_us`` (floats), each snapped to the
-    trace's span, its steps' bounds or the profiler's span when within 2 ns of one (a µs
-    float of an epoch-scale clock can miss the exact ns by one); a report without them: the
-    whole trace (``timeline.span``)."""
-    w = (report or {}).get("window") or {}
-    step = w.get("step")
-    if step is not None:
-        hit = timeline.steps[timeline.steps["step"] == step].sort_values("start", kind="stable")
-        if len(hit):  # the first window of that number, as the report takes it
-            return int(hit["start"].iloc[0]), int(hit["end"].iloc[0])
-    elif w.get("basis") in ("steps", "profiler"):
-        from traceprobe.report.build import default_window
-
-        start, end, _ = default_window(timeline, w["basis"])
-        return start, end
-    lo, hi = w.get("start_us"), w.get("end_us")
-    if lo is None or hi is None or hi < lo:
-        return timeline.span
-    known = set(timeline.span or ())
-    if not timeline.steps.empty:
-        known |= {int(timeline.steps["start"].min()), int(timeline.steps["end"].max())}
-    known |= {int(x) for x in timeline.meta.extra.get("profiler_span_ns") or ()}
-
-    def snap(us: float) -> int:
-        ns = float(us) * 1000
-        near = [k for k in known if abs(k - ns) <= 2]
-        return min(near, key=lambda k: abs(k - ns)) if near else round(ns)
-
-    return snap(lo), snap(hi)
 
 
 def _exact(tl: Timeline, lo: int, hi: int, *, hosts: bool = False, idle: bool = False) -> Lanes:
@@ -476,5 +435,5 @@ __all__ = [
     "BAND_KINDS", "COLORS", "LANE_KINDS", "LEGEND",
     "ALL_KINDS", "HOST_KINDS",
     "Band", "HostLane", "Lane", "Lanes", "Row",
-    "build_lanes", "host_lanes", "lanes_for_report", "merge_close", "raster", "report_window",
+    "build_lanes", "host_lanes", "lanes_for_report", "merge_close", "raster",
 ]

@@ -8,7 +8,6 @@ C++ kernel names survive; ``|`` is escaped everywhere so tables keep their shape
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from traceprobe.render import ranks as rk
@@ -19,21 +18,21 @@ NAME_WIDTH = 100
 _SPECIAL = re.compile(r"([\\`*_<>\[\]|#])")
 
 
-def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = False) -> str:
+def render(report: Any, *, top: int | None = None, color: bool = False) -> str:
     del color  # Markdown has none
     top = 10 if top is None else top
     if rk.is_ranks(report):  # many ranks: the summary, and --rank R's report in full
         parts = [_document(rk.ranks_document(report, top=top), level=2)]
-        if report.get("rank_report"):
+        if report.get("rank_report") is not None:
             doc = tb.trace_document(report["rank_report"], top=top, label="[--rank]")
             parts.append(_document(doc, level=2))
         return "\n".join(parts)
     if not tb.is_multi(report):
         return _document(tb.trace_document(report, top=top), level=2)
-    traces = list(report.get("traces") or [])
+    traces = list(report.reports)
     out = [f"# traceprobe: {len(traces)} traces", ""]
     for i, t in enumerate(traces):
-        out.append(f"- [{i}] {_code(str(t.get('trace', '?')), in_table=False)}")
+        out.append(f"- [{i}] {_code(str(t.trace), in_table=False)}")
     parts = ["\n".join(out) + "\n"]
     for i, t in enumerate(traces):
         parts.append(_document(tb.trace_document(t, top=top, label=f"[{i}]"), level=2))

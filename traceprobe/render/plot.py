@@ -1,9 +1,9 @@
 """A static PNG of the timeline picture: the lanes, overlap bands, host threads and steps, under
 the trace's name and every headline of its report.
 
-    write_plot(timeline, report.to_dict(), "run.png")          # --plot run.png
-    write_plots(timelines, report_dicts, "run.png")              # several: run-0.png, run-1.png
-    data = plot_png(timeline, report_dict)                       # the PNG bytes
+    write_plot(timeline, report, "run.png")          # --plot run.png (report: a Report)
+    write_plots(timelines, reports, "run.png")       # several: run-0.png, run-1.png
+    data = plot_png(timeline, report)                # the PNG bytes
 
 matplotlib is imported here, lazily, and only its object-oriented API is used
 (``Figure`` + the Agg canvas): no pyplot, no global backend switch, no windows.
@@ -20,20 +20,24 @@ import io
 import os
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from traceprobe import output
 from traceprobe.errors import UsageError
+from traceprobe.render import as_report
 from traceprobe.render.charts import Chart, report_charts
 from traceprobe.render.charts import color as chart_color
 from traceprobe.render.charts import label as chart_label
 from traceprobe.render.lanes import COLORS, LEGEND, Band, lanes_for_report, raster
 from traceprobe.render.roofline import chart_data, draw_roofline
 from traceprobe.timeline import Timeline
+
+if TYPE_CHECKING:
+    from traceprobe.report.model import Report
 
 DPI = 100
 WIDTH_PX = 1600  # the whole picture
@@ -48,7 +52,7 @@ LEGEND_COLUMNS = 7
 
 def write_plot(
     timeline: Timeline,
-    report_dict: Mapping[str, Any] | None,
+    report: Report | None,
     path: str | os.PathLike[str],
     *,
     force: bool = False,
@@ -58,7 +62,7 @@ def write_plot(
     An existing ``path`` is refused unless ``force``.
     """
     output.check_target(path, force=force)
-    output.write_bytes(path, plot_png(timeline, report_dict), force=force)
+    output.write_bytes(path, plot_png(timeline, report), force=force)
 
 
 def plot_targets(path: str | os.PathLike[str], n: int) -> list[Path]:
@@ -72,32 +76,32 @@ def plot_targets(path: str | os.PathLike[str], n: int) -> list[Path]:
 
 def write_plots(
     timelines: Sequence[Timeline],
-    report_dicts: Sequence[Mapping[str, Any]],
+    reports: Sequence[Report],
     path: str | os.PathLike[str],
     *,
     force: bool = False,
 ) -> list[Path]:
     """One PNG per trace (see :func:`plot_targets`); every target is checked before any is
     written. Returns the paths written."""
-    if len(timelines) != len(report_dicts):
-        raise ValueError(f"{len(timelines)} timelines for {len(report_dicts)} reports")
+    if len(timelines) != len(reports):
+        raise ValueError(f"{len(timelines)} timelines for {len(reports)} reports")
     targets = plot_targets(path, len(timelines))
     for t in targets:
         output.check_target(t, force=force)
-    for tl, r, t in zip(timelines, report_dicts, targets, strict=True):
+    for tl, r, t in zip(timelines, reports, targets, strict=True):
         write_plot(tl, r, t, force=force)
     return targets
 
 
-def plot_png(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -> bytes:
+def plot_png(timeline: Timeline, report: Report | None = None) -> bytes:
     """The picture as PNG bytes."""
-    fig = plot_figure(timeline, report_dict)
+    fig = plot_figure(timeline, report)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": "traceprobe"})
     return buf.getvalue()
 
 
-def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None) -> Any:
+def plot_figure(timeline: Timeline, report: Report | None = None) -> Any:
     """The picture as a matplotlib ``Figure`` (Agg canvas attached)."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -110,13 +114,13 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
             "--plot needs matplotlib, which is not installed; pip install 'traceprobe[plot]'"
         ) from None
 
-    r = report_dict or {}
+    r = None if report is None else as_report(report)  # a saved report dict is read back
     # exact (raster needs no budget), with one lane per host thread
     lanes = lanes_for_report(r, timeline, max_pieces=sys.maxsize, hosts=True, idle=True)
     rows = list(lanes.rows())
     headlines = [
         textwrap.wrap(f"• {h}", WRAP, subsequent_indent="   ") or ["•"]
-        for h in r.get("headlines") or []
+        for h in (r.headlines if r is not None else ())
     ]
     n_lines = sum(len(h) for h in headlines)
 
@@ -140,9 +144,10 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
     step_px = STEP_PX if lanes.steps else 0
     n_kinds = len(lanes.kinds())
     head_px = 40 + 16 * n_lines + 6 * len(headlines)
-    charts = [c for c in report_charts(r) if c.bars and c.scale_us > 0]
+    charts = [c for c in (report_charts(r) if r is not None else []) if c.bars
+              and c.scale_us > 0]
     chart_px = sum(_chart_px(c) for c in charts)
-    eff = r.get("efficiency")
+    eff = r.efficiency if r is not None else None
     roof_px = ROOF_PX if chart_data(eff) is not None else 0  # the roofline, at the bottom
     foot_px = 52 + 18 * max(1, -(-n_kinds // LEGEND_COLUMNS)) + chart_px + roof_px
     fig_h = (head_px + step_px + img_h + foot_px) / DPI
@@ -199,8 +204,8 @@ def plot_figure(timeline: Timeline, report_dict: Mapping[str, Any] | None = None
         rax = fig.add_axes((left, 40 / DPI / fig_h, 0.45, (roof_px - 80) / DPI / fig_h))
         draw_roofline(rax, eff)
 
-    title = str(r.get("trace") or timeline.source)
-    step = (r.get("window") or {}).get("step")
+    title = str((r.trace if r is not None else None) or timeline.source)
+    step = r.window.step if r is not None else None
     if step is not None:
         title += f" — ProfilerStep#{step}"
     fig.text(0.01, 1 - 12 / DPI / fig_h, title, fontsize=11, weight="bold", va="top")

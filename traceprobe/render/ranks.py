@@ -35,9 +35,10 @@ _QUANTILE_ROWS = (
 )
 
 
-def is_ranks(report: Mapping[str, Any]) -> bool:
+def is_ranks(report: Any) -> bool:
     """True for the many-rank object (``traceprobe.ranks/1``: ``ranks``, ``rank_report``)."""
-    return isinstance(report.get("ranks"), Mapping) and "traces" not in report
+    return (isinstance(report, Mapping) and isinstance(report.get("ranks"), Mapping)
+            and "traces" not in report)
 
 
 def ranks_document(report: Mapping[str, Any], *, top: int = 10) -> Document:

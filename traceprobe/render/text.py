@@ -6,7 +6,6 @@ when asked for; the CLI asks only when writing to a terminal and NO_COLOR is uns
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from traceprobe.render import ranks as rk
@@ -18,20 +17,20 @@ INDENT = "  "
 _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 
 
-def render(report: Mapping[str, Any], *, top: int | None = None, color: bool = False) -> str:
+def render(report: Any, *, top: int | None = None, color: bool = False) -> str:
     top = 10 if top is None else top
     st = _Style(color)
     if rk.is_ranks(report):  # many ranks: the summary, and --rank R's report in full
         parts = [_document(rk.ranks_document(report, top=top), st)]
-        if report.get("rank_report"):
+        if report.get("rank_report") is not None:
             doc = tb.trace_document(report["rank_report"], top=top, label="[--rank]")
             parts.append(_document(doc, st, rule=True))
         return "\n".join(parts)
     if not tb.is_multi(report):
         return _document(tb.trace_document(report, top=top), st)
-    traces = list(report.get("traces") or [])
+    traces = list(report.reports)
     out = [st.bold(f"traceprobe: {len(traces)} traces"), ""]
-    out += [f"{INDENT}[{i}] {t.get('trace', '?')}" for i, t in enumerate(traces)]
+    out += [f"{INDENT}[{i}] {t.trace}" for i, t in enumerate(traces)]
     parts = ["\n".join(out) + "\n"]
     for i, t in enumerate(traces):
         doc = tb.trace_document(t, top=top, label=f"[{i}]")

@@ -83,3 +83,9 @@ UNIT_FORMATS: dict[str, Callable[[float | None], str]] = {
     "fraction": fmt_pct,
     "ratio": fmt_ratio,
 }
+
+
+def us(ns: float | None) -> float | None:
+    """A report's nanoseconds in microseconds, the unit the ``fmt_*`` functions take (the
+    same float ``Report.to_dict`` writes: ``ns / 1000``, correctly rounded)."""
+    return None if ns is None else ns / 1000

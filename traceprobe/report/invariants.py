@@ -275,7 +275,7 @@ def check_multi(m: MultiReport) -> None:
     for r in m.reports:
         check_report(r)
     busy = [{d.device: d.busy_ns for d in r.devices} for r in m.reports]
-    for p in m.cross_trace.pairs:
+    for p in m.cross_trace.pairs if m.cross_trace is not None else ():
         a = busy[p.a.trace][p.a.device]
         b = busy[p.b.trace][p.b.device]
         tag = f"cross trace {p.a} {p.b}"

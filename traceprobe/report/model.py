@@ -9,9 +9,11 @@ contract: ``docs/REPORT_SCHEMA.md``. This module computes nothing: :mod:`.build`
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the model imports no pandas
@@ -190,13 +192,22 @@ class Report:
         with paused_gc():
             return self._dict(steps=False)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        """The report a ``traceprobe.report/1`` dict holds (a saved JSON report, the
+        many-rank summary's ``rank_report``): ``*_us`` back to integer ``*_ns``
+        (``window``'s exact ``start_ns``/``end_ns`` where present). Read leniently, as
+        pyinstrument's ``Session.from_json``: a key the dict lacks is the field's default,
+        else None; keys it does not know are left out."""
+        return _restore(cls, data)
+
 
 @dataclass(frozen=True)
 class MultiReport:
     """Several traces analysed together, with device overlap across them."""
 
     reports: tuple[Report, ...]
-    cross_trace: CrossTrace
+    cross_trace: CrossTrace | None  # None: several reports put side by side, not compared
     runs: tuple[Run, ...] = ()  # jobs (ranks) and separate runs, by folder
 
     def __repr__(self) -> str:
@@ -206,6 +217,11 @@ class MultiReport:
             lines.append(f"  {r.trace}{rank}: window {_ms(r.span_ns)},"
                          f" GPUs {', '.join(str(d.device) for d in r.devices) or 'none'}")
         return "\n".join(lines)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MultiReport:
+        """The reports a ``traceprobe.reports/1`` dict holds (as :meth:`Report.from_dict`)."""
+        return _restore(cls, {**data, "reports": data.get("traces") or ()})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -284,3 +300,64 @@ def _converter(cls: type) -> Any:
     scope: dict[str, Any] = {"S": _SCALARS, "P": plain}
     exec(compile(code, f"<plain {cls.__qualname__}>", "exec"), scope)  # noqa: S102
     return scope["convert"]
+
+
+# -- reading a report dict back: the inverse of plain() --------------------------------------
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        import traceprobe.metrics.copies
+        import traceprobe.metrics.devices
+        import traceprobe.metrics.host
+        import traceprobe.metrics.overlap
+        import traceprobe.metrics.runs
+        import traceprobe.metrics.steps
+        import traceprobe.metrics.top  # noqa: F401  (the names the model's hints use)
+
+        scope: dict[str, Any] = {}
+        for mod in ("copies", "devices", "host", "overlap", "runs", "steps", "top"):
+            scope.update(vars(getattr(traceprobe.metrics, mod)))
+        scope.update(globals())
+        hints = _HINTS[cls] = typing.get_type_hints(cls, globalns=scope)
+    return hints
+
+
+def _restore(cls: type, data: Mapping[str, Any]) -> Any:
+    """One dataclass of the report tree from its ``plain`` dict."""
+    hints = _hints(cls)
+    kw: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        ns = f.name == "ns" or f.name.endswith("_ns")
+        key = f.name[:-2] + "us" if ns else f.name
+        if ns and f.name in data:  # window's exact start_ns / end_ns
+            kw[f.name] = data[f.name]
+        elif key in data:
+            kw[f.name] = _value(hints[f.name], data[key], ns)
+        elif f.default is MISSING and f.default_factory is MISSING:
+            kw[f.name] = None
+    return cls(**kw)
+
+
+def _value(hint: Any, v: Any, ns: bool) -> Any:
+    if v is None:
+        return None
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        hint = args[0] if len(args) == 1 else hint
+        args = list(typing.get_args(hint))
+    if ns:
+        return round(v * 1000) if hint is int else v * 1000
+    if is_dataclass(hint) and isinstance(hint, type) and isinstance(v, Mapping):
+        return _restore(hint, v)
+    origin = typing.get_origin(hint)
+    if origin in (tuple, Sequence) and isinstance(v, (list, tuple)):
+        if len(args) == 2 and args[1] is Ellipsis or origin is Sequence:
+            return tuple(_value(args[0], x, False) for x in v)
+        return tuple(v)
+    return v
