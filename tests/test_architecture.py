@@ -409,3 +409,77 @@ def test_the_drawing_check_fails_on_a_planted_copy(case: str, tmp_path: Path) ->
     path = broken / rel
     path.write_text(path.read_text() + "\n\n" + code + "\n")
     assert drawing_violations(broken) == [want]
+
+
+# ----------------------------------------------------------------------------- the report
+# Renderers take the Report (integer ns) and write display units only in the cell; only the
+# JSON renderer turns a report into the dict of docs/REPORT_SCHEMA.md (``to_dict``, and
+# its pieces ``head_dict``/``step_dicts``; ``jsonfmt.as_dict`` wraps them).
+
+DICT_MAKERS = frozenset({"to_dict", "head_dict", "step_dicts", "as_dict"})
+JSON_RENDERER = "traceprobe.render.jsonfmt"
+
+
+def dict_violations(pkg: Path) -> list[str]:
+    """Renderers other than the JSON one that turn a report into its dict: a call of (or an
+    import, or a ``getattr`` by name, of) ``to_dict``, ``head_dict``, ``step_dicts`` or
+    ``as_dict``."""
+    bad = []
+    for path in sorted(pkg.rglob("*.py")):
+        mod = _dotted(pkg, path)
+        if _part(pkg, mod) not in DRAWERS or mod == JSON_RENDERER:
+            continue
+        tree = ast.parse(path.read_text())
+        for top in tree.body:
+            where = getattr(top, "name", "<module>")
+            for node in ast.walk(top):
+                if isinstance(node, ast.Attribute) and node.attr in DICT_MAKERS:
+                    name = node.attr
+                elif isinstance(node, ast.Name) and node.id in DICT_MAKERS:
+                    name = node.id
+                elif (isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr"
+                      and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                      and node.args[1].value in DICT_MAKERS):
+                    name = str(node.args[1].value)
+                elif isinstance(node, ast.ImportFrom):
+                    names = [a.name for a in node.names if a.name in DICT_MAKERS]
+                    if not names:
+                        continue
+                    name = names[0]
+                else:
+                    continue
+                bad.append(f"{mod}:{where} turns the report into its dict ({name})")
+    return sorted(set(bad))
+
+
+def test_only_the_json_renderer_makes_the_report_dict() -> None:
+    assert dict_violations(PKG) == []
+
+
+PLANTED_DICTS = {
+    "a call": ("render/text.py", "def _d(report):\n    return report.to_dict()",
+               "traceprobe.render.text:_d turns the report into its dict (to_dict)"),
+    "by name": ("render/html.py", "def _d(report):\n    return getattr(report, 'to_dict')()",
+                "traceprobe.render.html:_d turns the report into its dict (to_dict)"),
+    "the JSON renderer's helper": (
+        "render/markdown.py", "def _d(report):\n    from traceprobe.render.jsonfmt import "
+                              "as_dict\n    return as_dict(report)",
+        "traceprobe.render.markdown:_d turns the report into its dict (as_dict)"),
+    "the steps one by one": (
+        "render/csv.py", "def _steps(report):\n    return list(report.step_dicts())",
+        "traceprobe.render.csv:_steps turns the report into its dict (step_dicts)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANTED_DICTS))
+def test_the_dict_check_fails_on_a_planted_copy(case: str, tmp_path: Path) -> None:
+    """GIVEN a copy of the package with one renderer (not the JSON one) that turns the
+    report into its dict THEN the check names it (and only it)."""
+    import shutil
+
+    broken = tmp_path / "traceprobe"
+    shutil.copytree(PKG, broken, ignore=shutil.ignore_patterns("__pycache__"))
+    rel, code, want = PLANTED_DICTS[case]
+    path = broken / rel
+    path.write_text(path.read_text() + "\n\n" + code + "\n")
+    assert dict_violations(broken) == [want]

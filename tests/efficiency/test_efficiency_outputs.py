@@ -125,12 +125,12 @@ def test_report_sections_csv_chart_and_check_names(tmp_path: Path) -> None:
     assert saving == pytest.approx(100 - 100 * 67 / 494.7)
     assert measure(d, "tf32_saving_us").value == pytest.approx(saving)
     assert any("without tensor cores" in h for h in r.headlines)
-    for render in (text.render, markdown.render):
-        out = render(d)
+    for render in (text.render, markdown.render):  # the renderers take the Report
+        out = render(r)
         assert "Kernel efficiency" in out and "Efficiency per op shape" in out
     svg = roofline_svg(e)
     assert svg is not None and svg.count("<circle") >= 1
-    write_csv(tl, tmp_path / "csv", reports=[d])
+    write_csv(tl, tmp_path / "csv", reports=[r])
     rows = pd.read_csv(tmp_path / "csv" / "efficiency.csv")
     assert rows.loc[0, "op"] == "aten::mm"
     assert math.isclose(rows.loc[0, "tflops"], e["rows"][0]["tflops"], rel_tol=1e-9)

@@ -32,8 +32,8 @@ import pytest
 
 import frames  # tests/frames.py
 from traceprobe.intervals import Spans, difference, spans
-from traceprobe.render.events import EVENT_KINDS, event_detail, nesting
 from traceprobe.render import as_report
+from traceprobe.render.events import EVENT_KINDS, event_detail, nesting
 from traceprobe.render.html import critical_segments, page_title, render, render_html
 from traceprobe.render.lanes import (
     MAX_PIECES,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,10 @@ def two_gpus() -> Any:
     )
 
 
-def report(tl: Any) -> dict[str, Any]:
+def report(tl: Any) -> Any:
     from traceprobe.report import analyze
 
-    return analyze(tl).to_dict()
+    return analyze(tl)
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -84,7 +85,7 @@ def test_a_step_window_and_a_trace_without_gpu(tmp_path: Path) -> None:
     from traceprobe.report import analyze
 
     tl = two_gpus()
-    stepped = analyze(tl, step=2).to_dict()
+    stepped = analyze(tl, step=2)
     plot.write_plot(tl, stepped, tmp_path / "step.png")
     png_size((tmp_path / "step.png").read_bytes())
 
@@ -122,9 +123,8 @@ def test_several_traces_get_numbered_files_checked_first(tmp_path: Path) -> None
 
 def test_every_headline_and_the_trace_name_are_drawn() -> None:
     tl = two_gpus()
-    r = report(tl)
-    r["headlines"] = [f"headline number {i}: " + "x" * (40 * i) for i in range(7)]
-    r["trace"] = "runs/rank3.json"
+    r = replace(report(tl), trace="runs/rank3.json",
+                headlines=tuple(f"headline number {i}: " + "x" * (40 * i) for i in range(7)))
     fig = plot.plot_figure(tl, r)
     drawn = " ".join(t.get_text() for t in fig.texts)
     assert "runs/rank3.json" in drawn

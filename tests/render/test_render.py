@@ -28,9 +28,9 @@ import frames  # tests/frames.py
 from traceprobe import output
 from traceprobe.errors import OutputError, UsageError
 from traceprobe.render import as_report, formats, register, render
-from traceprobe.render.jsonfmt import as_dict
 from traceprobe.render import tables as tb
 from traceprobe.render.csv import FILES, write_csv
+from traceprobe.render.jsonfmt import as_dict
 from traceprobe.timeline import Timeline
 
 NO_LAUNCH = {"grid": "", "block": "", "registers_per_thread": None, "occupancy": None}

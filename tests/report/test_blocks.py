@@ -13,8 +13,7 @@ from traceprobe import output
 from traceprobe.load.pipeline import load
 from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process
-from traceprobe.render import as_dict
-from traceprobe.render.jsonfmt import pieces, render
+from traceprobe.render.jsonfmt import as_dict, pieces, render
 from traceprobe.report import analyze
 from traceprobe.report import blocks as blocks_mod
 from traceprobe.report.blocks import StepReports
