@@ -1,4 +1,5 @@
-"""GPU idle attributed to host calls, launch latency, kernel gaps and launch-bound streams."""
+"""Launch latency, kernel gaps and launch-bound streams (metrics/host.py); GPU idle attributed to
+host calls, the idle partition of metrics/idle.py, is tested in tests/metrics/test_idle.py."""
 
 from __future__ import annotations
 
@@ -6,72 +7,6 @@ from frames import HOST_PID, driver, kernel, op, runtime, timeline
 from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.host import host_process, kernel_gaps
 from traceprobe.report import analyze, check
-
-
-def _sync_trace():
-    # GPU 0 runs [0,10) and [50,60). The host (pid 100):
-    #   aten::mm [-5,-1) containing cudaLaunchKernel [-5,-3)
-    #   aten::item [20,45) containing cudaStreamSynchronize [22,40)
-    # Another process (pid 999) has an op [10,50): not the trace's process, ignored.
-    # A GPU-side cuda_sync record (pid 0, the device's track) is not host time either.
-    return timeline(
-        gpu=[kernel(0, 10), kernel(50, 60)],
-        cpu=[
-            op(-5, -1, "aten::mm"),
-            runtime(-5, -3, "cudaLaunchKernel"),
-            op(20, 45, "aten::item"),
-            runtime(22, 40, "cudaStreamSynchronize"),
-            op(10, 50, "other_process_op", pid=999),
-            {"kind": "cuda_sync", "name": "Stream Sync", "start": 22, "end": 40, "pid": 0},
-        ],
-    )
-
-
-def test_host_idle_attribution_with_stream_synchronize() -> None:
-    r = analyze(_sync_trace())
-    check(r)
-    (h,) = r.host.devices
-    # window [-5,60) = 65, busy 20 -> idle [-5,0) + [10,50) = 45
-    assert h.idle_ns == 45
-    # host calls ∪ = [-5,-1) + [20,45) = 29, all of it in idle time
-    assert h.idle_host_busy_ns == 29
-    # Partition of the 45 ns (metrics/idle.py): [-5,-3) cudaLaunchKernel (innermost; it starts
-    # with aten::mm and is shorter), [-3,-1) aten::mm self, [-1,0) + [10,20) + [45,50) host idle,
-    # [20,45) synchronization: cudaStreamSynchronize [22,40) and aten::item (.item()) around it
-    (sync, idle, mm, launch) = h.causes
-    assert (sync.name, sync.kind, sync.ns, sync.calls) == ("synchronization", "sync", 25, 2)
-    assert [(c.name, c.ns) for c in sync.children] == [("cudaStreamSynchronize", 18),
-                                                         ("aten::item", 7)]
-    assert (idle.name, idle.kind, idle.ns, idle.calls) == ("Python (untraced)", "host_idle", 16, 2)
-    assert (mm.name, mm.kind, mm.ns) == ("aten::mm", "cpu_op", 2)  # tie: CPU ops first
-    assert (launch.name, launch.kind, launch.ns) == ("cudaLaunchKernel", "runtime", 2)
-    assert sum(c.ns for c in h.causes) == h.idle_ns
-    assert abs(sync.share - 25 / 45) < 1e-12
-    assert (
-        "GPU 0 idle 69.2% of the window; main cause: synchronization 25 ns (55.6% of the idle "
-        "time)" in r.headlines
-    )
-
-
-def test_causes_keep_top_five_and_count_calls_in_idle_time() -> None:
-    # GIVEN GPU busy [0,100); host calls of 7 names after it, in idle time [100, 200)
-    cpu = [runtime(100 + 10 * i, 105 + 10 * i, f"cudaCall{i}") for i in range(7)]
-    # cudaCall0 is called twice more: once in idle time, once while the GPU is busy
-    cpu += [runtime(180, 190, "cudaCall0"), runtime(10, 20, "cudaCall0"), op(0, 200, "outer")]
-    r = analyze(timeline(gpu=[kernel(0, 100)], cpu=cpu))
-    check(r)
-    (h,) = r.host.devices
-    # cudaCall0: [100,105) + [180,190) = 15 over 2 calls in idle time (the busy-time call does
-    # not count); each other runtime name 5; outer: idle [100,200) minus runtime time
-    # (5 * 7 + 10 = 45 of it) = 55
-    assert [(c.name, c.ns, c.calls) for c in h.causes] == [
-        ("outer", 55, 1),
-        ("cudaCall0", 15, 2),
-        ("cudaCall1", 5, 1),
-        ("cudaCall2", 5, 1),
-        ("cudaCall3", 5, 1),
-    ]
-    assert h.idle_host_busy_ns == 100
 
 
 def test_host_process_is_the_one_making_runtime_calls() -> None:

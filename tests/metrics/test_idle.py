@@ -1,10 +1,17 @@
-"""The idle causes and the step-time breakdown of many windows at once (``f(..., windows)`` on a
-cut timeline) are, window by window, what the one-window functions give on that window's
-own frames (``Timeline.window``): same dataclasses, same values, same order.
+"""The idle partition (metrics/idle.py): every idle nanosecond of a GPU charged to one cause.
 
-(The one-window functions are checked against a slow per-nanosecond sweep in
-tests/metrics/test_metrics_property.py; the innermost rule they share is checked here against its
-definition.)
+* hand-built traces with causes worked out by hand (a stream synchronize, the top five causes and
+  their call counts) and a DataLoader-bound loop against a 0.5 µs sweep of the written rule;
+* a GPU recording of examples/dataloader_loop.py: the DataLoader's idle time against the raw
+  JSON, when sample_traces/h200*/examples/dataloader-loop holds one;
+* many windows at once (``f(..., windows)`` on a cut timeline) are, window by window, what the
+  one-window functions give on that window's own frames (``Timeline.window``): same
+  dataclasses, same values, same order (the step-time breakdown too);
+* the innermost rule they share, against its definition.
+
+(The one-window functions are also checked against a slow per-nanosecond sweep of every figure
+in tests/metrics/test_metrics_property.py; the report's wording of the causes, the headlines, in
+tests/report/test_diagnosis.py.)
 """
 
 from __future__ import annotations
@@ -12,16 +19,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frames import HOST_PID, annotation, comm, copy, kernel, memset, op, runtime, timeline
 from hyp import examples
+from idletraces import DL, loop_trace, measure, raw, sync_trace, union
+from traceprobe.load import load
 from traceprobe.metrics.devices import device_busy
 from traceprobe.metrics.grouping import Windows
 from traceprobe.metrics.idle import idle_causes
 from traceprobe.metrics.regions import host_events, innermost
 from traceprobe.metrics.steps import step_breakdown
+from traceprobe.report import analyze, check
 
 SPAN = 60
 ROOT = Path(__file__).parents[2]
@@ -191,3 +202,140 @@ def test_innermost_is_its_definition(events, extra) -> None:
     bounds = pts[(pts >= lo) & (pts <= hi)]
     assert innermost(bounds, s, e).tolist() == slow_innermost(bounds.tolist(), s.tolist(),
                                                               e.tolist())
+
+
+# ----------------------------------------------------------------------------- the partition
+# (moved here from tests/metrics/test_host.py and tests/report/test_diagnosis.py: the tests of
+# metrics/idle.py in one home; the diagnosis wording stays in tests/report/test_diagnosis.py)
+
+
+def test_host_idle_attribution_with_stream_synchronize() -> None:
+    r = analyze(sync_trace())
+    check(r)
+    (h,) = r.host.devices
+    # window [-5,60) = 65, busy 20 -> idle [-5,0) + [10,50) = 45
+    assert h.idle_ns == 45
+    # host calls ∪ = [-5,-1) + [20,45) = 29, all of it in idle time
+    assert h.idle_host_busy_ns == 29
+    # Partition of the 45 ns (metrics/idle.py): [-5,-3) cudaLaunchKernel (innermost; it starts
+    # with aten::mm and is shorter), [-3,-1) aten::mm self, [-1,0) + [10,20) + [45,50) host idle,
+    # [20,45) synchronization: cudaStreamSynchronize [22,40) and aten::item (.item()) around it
+    (sync, idle, mm, launch) = h.causes
+    assert (sync.name, sync.kind, sync.ns, sync.calls) == ("synchronization", "sync", 25, 2)
+    assert [(c.name, c.ns) for c in sync.children] == [("cudaStreamSynchronize", 18),
+                                                         ("aten::item", 7)]
+    assert (idle.name, idle.kind, idle.ns, idle.calls) == ("Python (untraced)", "host_idle", 16, 2)
+    assert (mm.name, mm.kind, mm.ns) == ("aten::mm", "cpu_op", 2)  # tie: CPU ops first
+    assert (launch.name, launch.kind, launch.ns) == ("cudaLaunchKernel", "runtime", 2)
+    assert sum(c.ns for c in h.causes) == h.idle_ns
+    assert abs(sync.share - 25 / 45) < 1e-12
+
+
+def test_causes_keep_top_five_and_count_calls_in_idle_time() -> None:
+    # GIVEN GPU busy [0,100); host calls of 7 names after it, in idle time [100, 200)
+    cpu = [runtime(100 + 10 * i, 105 + 10 * i, f"cudaCall{i}") for i in range(7)]
+    # cudaCall0 is called twice more: once in idle time, once while the GPU is busy
+    cpu += [runtime(180, 190, "cudaCall0"), runtime(10, 20, "cudaCall0"), op(0, 200, "outer")]
+    r = analyze(timeline(gpu=[kernel(0, 100)], cpu=cpu))
+    check(r)
+    (h,) = r.host.devices
+    # cudaCall0: [100,105) + [180,190) = 15 over 2 calls in idle time (the busy-time call does
+    # not count); each other runtime name 5; outer: idle [100,200) minus runtime time
+    # (5 * 7 + 10 = 45 of it) = 55
+    assert [(c.name, c.ns, c.calls) for c in h.causes] == [
+        ("outer", 55, 1),
+        ("cudaCall0", 15, 2),
+        ("cudaCall1", 5, 1),
+        ("cudaCall2", 5, 1),
+        ("cudaCall3", 5, 1),
+    ]
+    assert h.idle_host_busy_ns == 100
+
+
+def _inner(es: list[dict]) -> dict:
+    return max(es, key=lambda x: (x["ts"], -x["dur"]))
+
+
+def _sweep_causes(doc: dict) -> tuple[dict[str, float], float]:
+    """The idle-attribution rule, one 0.5 µs slot at a time (the trace's times are whole µs)."""
+    ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["cat"] == "kernel"]
+    host = [e for e in ev if e["cat"] in ("cpu_op", "cuda_runtime", "user_annotation")
+            and not e["name"].startswith("ProfilerStep#")]
+    lo = min(e["ts"] for e in ev)
+    hi = max(e["ts"] + e["dur"] for e in ev)
+    out: dict[str, float] = {}
+    idle = 0.0
+    t = lo + 0.25
+    while t < hi:
+        if not any(s <= t < e for s, e in gpu):
+            idle += 0.5
+            cover = [e for e in host if e["ts"] <= t < e["ts"] + e["dur"]]
+            regions = [e for e in cover if e["cat"] == "user_annotation"]
+            syncs = [e for e in cover if "Synchronize" in e["name"]]
+            if regions:
+                cause = _inner(regions)["name"]
+            elif syncs:
+                cause = "synchronization"
+            elif cover:
+                cause = _inner(cover)["name"]
+            else:
+                cause = "Python (untraced)"
+            out[cause] = out.get(cause, 0.0) + 0.5
+        t += 0.5
+    return out, idle
+
+
+def test_idle_partition_matches_a_slow_sweep(tmp_path: Path) -> None:
+    """GIVEN the DataLoader-bound loop THEN the causes are the 5 largest of a 0.5 µs sweep of the
+    written rule, the rule partitions the idle time, and the DataLoader's time splits by the
+    innermost op inside it."""
+    path = loop_trace(tmp_path)
+    r = analyze(load(path))
+    check(r)
+    (h,) = r.host.devices
+    want, idle = _sweep_causes(raw(path))
+    assert h.idle_ns == idle * 1000
+    got = {c.name: c.ns / 1000 for c in h.causes}
+    # the report keeps the 5 largest; the sweep's 5 largest must be exactly those
+    top = dict(sorted(want.items(), key=lambda kv: -kv[1])[:5])
+    assert got == top
+    assert sum(want.values()) == idle  # the rule partitions
+    first = h.causes[0]
+    assert (first.kind, first.name) == ("dataloader", DL)
+    assert first.share == pytest.approx(want[DL] / idle)
+    # the DataLoader's time split by the innermost op: stack's self time, then cat
+    kids = {k.name: k.ns / 1000 for k in first.children}
+    assert kids == {"(no CPU op)": 3 * 20.0, "aten::cat": 3 * 30.0, "aten::stack": 3 * 10.0}
+
+
+SAMPLES = ROOT / "sample_traces"
+GPU_LOOPS = sorted(SAMPLES.glob("h200*/examples/dataloader-loop/*.pt.trace.json.gz"))
+
+
+@pytest.mark.skipif(not GPU_LOOPS, reason="no GPU recording of examples/dataloader_loop.py yet "
+                    "(scripts/gpu/diagnosis.sh)")
+@pytest.mark.parametrize("path", GPU_LOOPS, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_gpu_recording_names_the_dataloader_as_main_idle_cause(path: Path) -> None:
+    r = analyze(load(path))
+    check(r)
+    doc = raw(path)
+    ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    busy = [(e["ts"], e["ts"] + e["dur"]) for e in ev
+            if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
+    lo = min(e["ts"] for e in ev)
+    hi = max(e["ts"] + e["dur"] for e in ev)
+    idle, t = [], lo
+    for s, e in union(busy):
+        if s > t:
+            idle.append((t, s))
+        t = max(t, e)
+    if hi > t:
+        idle.append((t, hi))
+    dl = [(e["ts"], e["ts"] + e["dur"]) for e in ev if "DataLoader" in e["name"]]
+    want = measure(dl, idle)  # no region nests inside the DataLoader's range
+    (h,) = r.host.devices
+    first = h.causes[0]
+    assert first.kind == "dataloader"
+    assert first.ns / 1000 == pytest.approx(want, rel=1e-3)
+    assert first.share == pytest.approx(want / (h.idle_ns / 1000), rel=1e-3)

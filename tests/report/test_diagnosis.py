@@ -1,9 +1,8 @@
 """Issue 10's diagnosis, checked against independent computations.
 
-* idle attribution partitions the idle time (a per-nanosecond sweep of the written rule);
-* the DataLoader is named as the main idle cause of a DataLoader-bound loop, with its share
-  recomputed from the raw JSON (hand-built trace; the GPU recording of examples/dataloader_loop.py
-  too, when sample_traces/h200*/examples/dataloader-loop holds one);
+* the headlines name the main idle cause (the DataLoader of a DataLoader-bound loop, a stream
+  synchronize); the idle partition itself, against a sweep of the written rule, is tested with
+  metrics/idle.py in tests/metrics/test_idle.py;
 * every committed trace: causes sum to <= idle, the step breakdown sums to each step;
 * the DDP samples: no launch-bound stream, no NCCL launch counted as launch overhead;
 * copy bandwidth = bytes / copy time, from the raw JSON.
@@ -11,13 +10,12 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 from functools import cache
 from pathlib import Path
 
 import pytest
 
+from idletraces import DL, loop_trace, measure, raw, sync_trace
 from tracebuild import TraceBuilder
 from traceprobe.load import load
 from traceprobe.report import analyze, check
@@ -27,7 +25,6 @@ ALL_TRACES = sorted(SAMPLES.glob("*/**/*.pt.trace.json.gz")) + sorted(
     (SAMPLES.parent / "bench").glob("*.pt.trace.json.gz"))  # the transformer recorded on an H200
 GPU_LOOPS = sorted(SAMPLES.glob("h200*/examples/dataloader-loop/*.pt.trace.json.gz"))
 CPU_LOOP = sorted(SAMPLES.glob("cpu/examples/dataloader-loop/*.pt.trace.json.gz"))
-DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
 @cache
@@ -37,112 +34,34 @@ def _report(path: Path):
     return r
 
 
-def _raw(path: Path) -> dict:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return json.load(f)
-
-
-def _union(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[list[float]] = []
-    for s, e in sorted(iv):
-        if e <= s:
-            continue
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
-
-
-def _measure(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """|∪a ∩ ∪b| by a plain double loop."""
-    return sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in _union(a) for s2, e2 in _union(b))
-
-
 # --------------------------------------------------------------------------- the partition
 
 
-def _loop_trace(tmp_path: Path) -> Path:
-    """Three steps of: DataLoader [0,60) (aten::stack [5,45) with aten::cat [10,40) inside),
-    forward region [60,80) launching a kernel that runs [70,90), backward [80,95) launching one
-    that runs [92,99), optimizer [95,100) with cudaStreamSynchronize [96,99). Times in µs."""
-    t = TraceBuilder(pid=1, tid=1)
-    t.device_properties(0)
-    for k in range(3):
-        o = 100 * k
-        t.step(k + 1, o, 100)
-        t.cpu("user_annotation", DL, o, 60)
-        t.op("aten::stack", o + 5, 40)
-        t.op("aten::cat", o + 10, 30)
-        t.cpu("user_annotation", "forward", o + 60, 20)
-        t.op("aten::conv2d", o + 61, 15)
-        t.launch("conv", o + 62, 2, o + 70, 20)
-        t.cpu("user_annotation", "backward", o + 80, 15)
-        t.launch("conv_bwd", o + 81, 2, o + 92, 7)
-        t.cpu("user_annotation", "optimizer", o + 95, 5)
-        t.runtime("cudaStreamSynchronize", o + 96, 3)
-    return t.write(tmp_path / "loop.json")
-
-
-def _inner(es: list[dict]) -> dict:
-    return max(es, key=lambda x: (x["ts"], -x["dur"]))
-
-
-def _sweep_causes(doc: dict) -> tuple[dict[str, float], float]:
-    """The idle-attribution rule, one 0.5 µs slot at a time (the trace's times are whole µs)."""
-    ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
-    gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["cat"] == "kernel"]
-    host = [e for e in ev if e["cat"] in ("cpu_op", "cuda_runtime", "user_annotation")
-            and not e["name"].startswith("ProfilerStep#")]
-    lo = min(e["ts"] for e in ev)
-    hi = max(e["ts"] + e["dur"] for e in ev)
-    out: dict[str, float] = {}
-    idle = 0.0
-    t = lo + 0.25
-    while t < hi:
-        if not any(s <= t < e for s, e in gpu):
-            idle += 0.5
-            cover = [e for e in host if e["ts"] <= t < e["ts"] + e["dur"]]
-            regions = [e for e in cover if e["cat"] == "user_annotation"]
-            syncs = [e for e in cover if "Synchronize" in e["name"]]
-            if regions:
-                cause = _inner(regions)["name"]
-            elif syncs:
-                cause = "synchronization"
-            elif cover:
-                cause = _inner(cover)["name"]
-            else:
-                cause = "Python (untraced)"
-            out[cause] = out.get(cause, 0.0) + 0.5
-        t += 0.5
-    return out, idle
-
-
-def test_idle_partition_matches_a_slow_sweep_and_names_the_dataloader(tmp_path: Path) -> None:
-    path = _loop_trace(tmp_path)
+def test_the_headline_names_the_dataloader_as_main_idle_cause(tmp_path: Path) -> None:
+    """GIVEN the DataLoader-bound loop (its idle partition: tests/metrics/test_idle.py) THEN the
+    first headline names the DataLoader as the main cause, with the idle share of the window."""
+    path = loop_trace(tmp_path)
     r = analyze(load(path))
     check(r)
     (h,) = r.host.devices
-    want, idle = _sweep_causes(_raw(path))
-    assert h.idle_ns == idle * 1000
-    got = {c.name: c.ns / 1000 for c in h.causes}
-    # the report keeps the 5 largest; the sweep's 5 largest must be exactly those
-    top = dict(sorted(want.items(), key=lambda kv: -kv[1])[:5])
-    assert got == top
-    assert sum(want.values()) == idle  # the rule partitions
-    first = h.causes[0]
-    assert (first.kind, first.name) == ("dataloader", DL)
-    assert first.share == pytest.approx(want[DL] / idle)
-    # the DataLoader's time split by the innermost op: stack's self time, then cat
-    kids = {k.name: k.ns / 1000 for k in first.children}
-    assert kids == {"(no CPU op)": 3 * 20.0, "aten::cat": 3 * 30.0, "aten::stack": 3 * 10.0}
+    idle = h.idle_ns / 1000
     assert r.headlines[0].startswith(
         f"GPU 0 idle {100 * idle / 300:.1f}% of the window; main cause: the DataLoader ({DL}) ")
 
 
+def test_the_headline_names_synchronization_as_main_idle_cause() -> None:
+    """GIVEN a stream synchronize in the GPU's idle time (its partition: tests/metrics/test_idle.py)
+    THEN a headline names synchronization, with its time and share of the idle time."""
+    r = analyze(sync_trace())
+    check(r)
+    assert (
+        "GPU 0 idle 69.2% of the window; main cause: synchronization 25 ns (55.6% of the idle "
+        "time)" in r.headlines
+    )
+
+
 def test_regions_appear_in_the_step_breakdown(tmp_path: Path) -> None:
-    r = analyze(load(_loop_trace(tmp_path)))
+    r = analyze(load(loop_trace(tmp_path)))
     check(r)
     assert len(r.step_breakdown) == 3
     for b in r.step_breakdown:
@@ -180,7 +99,7 @@ def test_ddp_has_no_launch_bound_stream_and_no_nccl_launch_overhead(path: Path) 
     r = _report(path)
     assert not any(g.launch_bound for g in r.host.kernel_gaps)
     lat = r.host.launch_latency
-    doc = _raw(path)
+    doc = raw(path)
     nccl = {e["args"]["correlation"] for e in doc["traceEvents"]
             if e.get("cat") == "kernel" and "nccl" in e["name"].lower()}
     if nccl:  # every NCCL launch onto an idle stream is counted as waiting, not overhead
@@ -194,7 +113,7 @@ COPIES = sorted(SAMPLES.glob("*/copy/*/*.pt.trace.json.gz"))
 @pytest.mark.parametrize("path", COPIES, ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_copy_bandwidth_is_bytes_over_copy_time(path: Path) -> None:
     r = _report(path)
-    doc = _raw(path)
+    doc = raw(path)
     rows: dict[tuple[int, str], list[float]] = {}
     for e in doc["traceEvents"]:
         if e.get("cat") != "gpu_memcpy":
@@ -225,7 +144,7 @@ def test_pageable_copy_is_called_out_with_the_fix() -> None:
 @pytest.mark.parametrize("path", CPU_LOOP, ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_cpu_recording_of_the_example_shows_its_regions(path: Path) -> None:
     r = _report(path)
-    doc = _raw(path)
+    doc = raw(path)
     steps = [e for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
     assert len(r.step_breakdown) == len(steps) >= 3
     for b in r.step_breakdown:
@@ -236,38 +155,11 @@ def test_cpu_recording_of_the_example_shows_its_regions(path: Path) -> None:
         # no region nests inside forward: its time is its own duration within the step
         fwd = [(x["ts"], x["ts"] + x["dur"]) for x in doc["traceEvents"]
                if x.get("name") == "forward" and s <= x["ts"] < e]
-        assert regions["forward"] == pytest.approx(_measure(fwd, [(s, e)]) * 1000, abs=2)
+        assert regions["forward"] == pytest.approx(measure(fwd, [(s, e)]) * 1000, abs=2)
         dl = [(x["ts"], x["ts"] + x["dur"]) for x in doc["traceEvents"]
               if x.get("name") == DL and s <= x["ts"] < e]
         parts = {p.name: p.ns for p in b.parts}
-        assert parts["dataloader"] == pytest.approx(_measure(dl, [(s, e)]) * 1000, abs=2)
-
-
-@pytest.mark.skipif(not GPU_LOOPS, reason="no GPU recording of examples/dataloader_loop.py yet "
-                    "(scripts/gpu/diagnosis.sh)")
-@pytest.mark.parametrize("path", GPU_LOOPS, ids=lambda p: str(p.relative_to(SAMPLES)))
-def test_gpu_recording_names_the_dataloader_as_main_idle_cause(path: Path) -> None:
-    r = _report(path)
-    doc = _raw(path)
-    ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
-    busy = [(e["ts"], e["ts"] + e["dur"]) for e in ev
-            if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
-    lo = min(e["ts"] for e in ev)
-    hi = max(e["ts"] + e["dur"] for e in ev)
-    idle, t = [], lo
-    for s, e in _union(busy):
-        if s > t:
-            idle.append((t, s))
-        t = max(t, e)
-    if hi > t:
-        idle.append((t, hi))
-    dl = [(e["ts"], e["ts"] + e["dur"]) for e in ev if "DataLoader" in e["name"]]
-    want = _measure(dl, idle)  # no region nests inside the DataLoader's range
-    (h,) = r.host.devices
-    first = h.causes[0]
-    assert first.kind == "dataloader"
-    assert first.ns / 1000 == pytest.approx(want, rel=1e-3)
-    assert first.share == pytest.approx(want / (h.idle_ns / 1000), rel=1e-3)
+        assert parts["dataloader"] == pytest.approx(measure(dl, [(s, e)]) * 1000, abs=2)
 
 
 # --------------------------------------------------------------------------- compare
@@ -345,7 +237,7 @@ def test_csv_has_the_new_figures(tmp_path: Path) -> None:
 
     from traceprobe.render.csv import write_csv
 
-    path = _loop_trace(tmp_path)
+    path = loop_trace(tmp_path)
     tl = load(path)
     rep = analyze(tl)
     r = rep.to_dict()  # the figures the CSV is held to
