@@ -39,14 +39,15 @@ FOCUS = """([at, width]) => {
 
 
 def report_page(trace_dir: Path, out: Path) -> Path:
+    from dataclasses import replace
+
     from traceprobe.load.pipeline import find_traces, load
     from traceprobe.render.html import render_html
     from traceprobe.report import analyze
 
     (trace,) = find_traces(trace_dir)
     tl = load(trace)
-    r = analyze(tl).to_dict()
-    r["trace"] = str(trace.relative_to(ROOT))
+    r = replace(analyze(tl), trace=str(trace.relative_to(ROOT)))  # the renderers take the Report
     out.write_text(render_html([r], [tl]), encoding="utf-8")
     return out
 

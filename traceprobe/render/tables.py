@@ -1,4 +1,4 @@
-"""What a human-readable report shows: the report dict laid out as titled tables.
+"""What a human-readable report shows: the Report laid out as titled tables.
 
 The text and Markdown renderers present the same content; this module decides the
 content once (which sections, which columns, units) and they only draw it::

@@ -3,7 +3,8 @@
     fmt_time(8250.0) == "8.25 ms"; fmt_pct(0.912) == "91.2%"; fmt_bytes(1536) == "1.50 KiB"
 
 Every function takes None (and NaN) for an unknown figure and writes it as :data:`DASH`;
-times are in microseconds, as in the report dict (docs/REPORT_SCHEMA.md).
+times are in microseconds, as in the report dict (docs/REPORT_SCHEMA.md): a renderer reading a
+Report's integer ns writes ``fmt_time(us(ns))``, the same float the JSON holds.
 """
 
 from __future__ import annotations
