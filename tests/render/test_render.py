@@ -430,6 +430,23 @@ def test_text_without_colour_has_no_escapes_and_with_colour_has():
     assert re.sub(r"\x1b\[\d+m", "", coloured) == render(make_report(), "text")
 
 
+def test_colour_text_of_a_report_shows_control_characters_as_text():
+    """GIVEN a kernel name with a terminal escape (set the window title) WHEN the CLI's colour
+    path makes the Report printable (output.printable_data walks its dataclasses) THEN the
+    escape is written as text, the figures are untouched, and the page is the one the report
+    dict made printable gives."""
+    r = make_report()
+    r["top_kernels"][0]["name"] = "evil\x1b]0;title\x07kernel"
+    rep = as_report(r)
+    safe = output.printable_data(rep)
+    text = render(safe, "text", color=True)
+    assert "\x1b]0" not in text and "\x07" not in text
+    assert "evil\\u001b]0;title\\u0007kernel" in text
+    assert safe.top_kernels[0].total_ns == rep.top_kernels[0].total_ns
+    assert rep.top_kernels[0].name == "evil\x1b]0;title\x07kernel"  # the report is not changed
+    assert text == render(output.printable_data(r), "text", color=True)
+
+
 def test_text_long_names_are_cut():
     text = render(make_report(), "text")
     assert KERNEL_FILL not in text

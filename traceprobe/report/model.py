@@ -9,11 +9,13 @@ contract: ``docs/REPORT_SCHEMA.md``. This module computes nothing: :mod:`.build`
 from __future__ import annotations
 
 import gc
+import math
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the model imports no pandas
@@ -352,7 +354,7 @@ def _value(hint: Any, v: Any, ns: bool) -> Any:
         hint = args[0] if len(args) == 1 else hint
         args = list(typing.get_args(hint))
     if ns:
-        return round(v * 1000) if hint is int else v * 1000
+        return round(_ns_of(v)) if hint is int else _ns_of(v)
     if is_dataclass(hint) and isinstance(hint, type) and isinstance(v, Mapping):
         return _restore(hint, v)
     origin = typing.get_origin(hint)
@@ -361,3 +363,15 @@ def _value(hint: Any, v: Any, ns: bool) -> Any:
             return tuple(_value(args[0], x, False) for x in v)
         return tuple(v)
     return v
+
+
+def _ns_of(us: float) -> float:
+    """The ns whose ``/ 1000`` is ``us`` again (so the read-back report writes the same JSON),
+    preferring the µs's decimal digits shifted (261.6285 µs: 261628.5 ns, not ...49999997)."""
+    us = float(us)
+    near = us * 1000
+    for x in (float(Decimal(repr(us)).scaleb(3)), near, math.nextafter(near, math.inf),
+              math.nextafter(near, -math.inf)):
+        if x / 1000 == us:
+            return x
+    return near
