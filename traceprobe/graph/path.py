@@ -187,10 +187,13 @@ def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Walked]:
     """Host and hand-off pieces cut by the host account (module docstring), each as one
     walked piece with its time per category."""
     out: list[Walked] = []
+    host: dict[int, list[int]] = {}
     for s, e, k, n in pieces:
-        if k == HOST_PIECE:
-            fine = _cut(accounts.get(int(n)), s, e)
-        elif k == GAP_PIECE:  # a long GPU wait: the launching thread's doing, else any
+        if k == HOST_PIECE:  # all of a thread's at once, below
+            host.setdefault(int(n), []).append(len(out))
+            out.append((s, e, k, n, ()))
+            continue
+        if k == GAP_PIECE:  # a long GPU wait: the launching thread's doing, else any
             lane, _, label = n.partition(" ")  # thread's of the process, else idle
             fine = []
             for ps, pe, pk, pn in _cut(accounts.get(int(lane)), s, e):
@@ -208,6 +211,14 @@ def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Walked]:
             out.append((s, e, k, n, ()))
             continue
         out.append(_coarse(s, e, fine))
+    for lane, at in host.items():
+        acc = accounts.get(lane)
+        got = acc.summaries(np.array([out[j][0] for j in at], np.int64),
+                            np.array([out[j][1] for j in at], np.int64),
+                            CATEGORIES) if acc is not None else [None] * len(at)
+        for j, brief in zip(at, got, strict=True):
+            s, e = out[j][0], out[j][1]
+            out[j] = (s, e, *brief) if brief is not None else _coarse(s, e, _cut(acc, s, e))
     return out
 
 
@@ -224,10 +235,26 @@ def _coarse(s: int, e: int, fine: list[Piece]) -> Walked:
         ns[k] = ns.get(k, 0) + b - a
         if b - a > best.get(k, (-1, ""))[0]:
             best[k] = (b - a, n)
-    top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+    top = _top(ns)
     if len(ns) == 1:
         return (s, e, top, best[top][1], ())
-    return (s, e, top, best[top][1], tuple((c, ns[c]) for c in CATEGORIES if c in ns))
+    return (s, e, top, best[top][1], _ordered(ns))
+
+
+_RANK = {c: i for i, c in enumerate(CATEGORIES)}
+
+
+def _top(ns: dict[str, int]) -> str:
+    """The category holding the most time of ``ns`` (positive total); ties: the first in
+    :data:`CATEGORIES`."""
+    if len(ns) == 1:
+        return next(iter(ns))
+    return min(ns, key=lambda c: (-ns[c], _RANK[c]))
+
+
+def _ordered(ns: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """``ns``'s items in :data:`CATEGORIES` order."""
+    return tuple(sorted(ns.items(), key=lambda kv: _RANK[kv[0]]))
 
 
 def parts(p: Walked) -> tuple[tuple[str, int], ...]:
@@ -270,18 +297,21 @@ def merge(pieces: list[Walked]) -> list[Walked]:
                 (q[2] == p[2] and (q[3] == p[3] or host)) or (host and short)):
             out.append(p)
             continue
+        if not q[4] and not p[4] and q[2] == p[2]:  # one category: no parts to sum
+            name = q[3] if q[3] == p[3] or q[1] - q[0] >= p[1] - p[0] else p[3]
+            out[-1] = (q[0], p[1], p[2], name, ())
+            continue
         ns: dict[str, int] = {}
         for c, v in parts(q) + parts(p):
             ns[c] = ns.get(c, 0) + v
         if len(ns) == 1 and q[3] == p[3]:
             out[-1] = (q[0], p[1], p[2], p[3], ())
             continue
-        top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+        top = _top(ns)
         longer = q if q[1] - q[0] >= p[1] - p[0] else p
         other = p if longer is q else q
         name = longer[3] if longer[2] == top else other[3] if other[2] == top else longer[3]
-        out[-1] = (q[0], p[1], top, name,
-                   tuple((c, ns[c]) for c in CATEGORIES if c in ns) if len(ns) > 1 else ())
+        out[-1] = (q[0], p[1], top, name, _ordered(ns) if len(ns) > 1 else ())
     return out
 
 
