@@ -107,12 +107,14 @@ def walker(g: Graph, rp: Replay) -> _Lists:
 
 
 def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
-         lists: _Lists | None = None, gpu_first: bool = False) -> list[Walked]:
+         lists: _Lists | None = None, gpu_first: bool = False,
+         merged: bool = True) -> list[Walked]:
     """Pieces of the critical path ending at ``end_time`` (at or after ``end_node``'s end),
     back to ``lo``, in time order. At a GPU op that waited for its launch the path stays on
     the GPU (through the stream's previous op, the wait a host piece of the launching thread)
     when the wait was shorter than the op or :data:`NEAR_NS`, and always with ``gpu_first``
-    (a step whose period the GPU sets: the GPU is what bounds it)."""
+    (a step whose period the GPU sets: the GPU is what bounds it). ``merged=False``: the
+    pieces before :func:`merge` (the same time per category)."""
     L = lists or _Lists(g, rp)
     out: list[Piece] = []
     c = int(end_time)
@@ -172,7 +174,8 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
             c = t
         i = q
     out.reverse()
-    return merge(resolve(out, L.accounts))
+    walked = resolve(out, L.accounts)
+    return merge(walked) if merged else walked
 
 
 def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[str, str]:
@@ -242,6 +245,7 @@ def _coarse(s: int, e: int, fine: list[Piece]) -> Walked:
 
 
 _RANK = {c: i for i, c in enumerate(CATEGORIES)}
+_HOSTS = frozenset(HOST_CATEGORIES)
 
 
 def _top(ns: dict[str, int]) -> str:
@@ -287,14 +291,23 @@ def merge(pieces: list[Walked]) -> list[Walked]:
     which one is shorter than ``NEAR_NS``, as one, of the kind holding the most (their parts
     summed, so the breakdown stays exact); empty ones dropped."""
     out: list[Walked] = []
+    hosts = _HOSTS
     for p in pieces:
         if p[1] <= p[0]:
             continue
-        q = out[-1] if out else None
-        host = q is not None and q[2] in HOST_CATEGORIES and p[2] in HOST_CATEGORIES
-        short = q is not None and min(q[1] - q[0], p[1] - p[0]) < NEAR_NS
-        if q is None or q[1] != p[0] or not (
-                (q[2] == p[2] and (q[3] == p[3] or host)) or (host and short)):
+        if not out:
+            out.append(p)
+            continue
+        q = out[-1]
+        if q[1] != p[0]:
+            out.append(p)
+            continue
+        if q[2] == p[2] and q[3] == p[3] and not q[4] and not p[4]:  # the commonest
+            out[-1] = (q[0], p[1], p[2], p[3], ())
+            continue
+        host = q[2] in hosts and p[2] in hosts
+        if not ((q[2] == p[2] and (q[3] == p[3] or host))
+                or (host and min(q[1] - q[0], p[1] - p[0]) < NEAR_NS)):
             out.append(p)
             continue
         if not q[4] and not p[4] and q[2] == p[2]:  # one category: no parts to sum
