@@ -289,44 +289,48 @@ def _cut(acc: Any, s: int, e: int) -> list[Piece]:
 def merge(pieces: list[Walked]) -> list[Walked]:
     """Adjacent pieces of one kind and name as one; adjacent host pieces of one kind, or of
     which one is shorter than ``NEAR_NS``, as one, of the kind holding the most (their parts
-    summed, so the breakdown stays exact); empty ones dropped."""
+    summed, so the breakdown stays exact); empty ones dropped.
+
+    A left fold: the piece being grown is held as loose values (its parts as a dict, None
+    for one category) and made a tuple only when the next piece does not join it."""
     out: list[Walked] = []
     hosts = _HOSTS
-    for p in pieces:
-        if p[1] <= p[0]:
+    qs = qe = -1
+    qk = qn = ""
+    qns: dict[str, int] | None = None
+    for s, e, k, n, pp in pieces:
+        if e <= s:
             continue
-        if not out:
-            out.append(p)
-            continue
-        q = out[-1]
-        if q[1] != p[0]:
-            out.append(p)
-            continue
-        if q[2] == p[2] and q[3] == p[3] and not q[4] and not p[4]:  # the commonest
-            out[-1] = (q[0], p[1], p[2], p[3], ())
-            continue
-        host = q[2] in hosts and p[2] in hosts
-        if not ((q[2] == p[2] and (q[3] == p[3] or host))
-                or (host and min(q[1] - q[0], p[1] - p[0]) < NEAR_NS)):
-            out.append(p)
-            continue
-        if not q[4] and not p[4] and q[2] == p[2]:  # one category: no parts to sum
-            name = q[3] if q[3] == p[3] or q[1] - q[0] >= p[1] - p[0] else p[3]
-            out[-1] = (q[0], p[1], p[2], name, ())
-            continue
-        ns: dict[str, int] = {}
-        for c, v in parts(q) + parts(p):
-            ns[c] = ns.get(c, 0) + v
-        if len(ns) == 1 and q[3] == p[3]:
-            out[-1] = (q[0], p[1], p[2], p[3], ())
-            continue
-        top = _top(ns)
-        longer = q if q[1] - q[0] >= p[1] - p[0] else p
-        other = p if longer is q else q
-        name = longer[3] if longer[2] == top else other[3] if other[2] == top else longer[3]
-        out[-1] = (q[0], p[1], top, name, _ordered(ns) if len(ns) > 1 else ())
+        if qe == s and qs >= 0:
+            if k == qk and n == qn and qns is None and not pp:  # the commonest
+                qe = e
+                continue
+            host = qk in hosts and k in hosts
+            if (qk == k and (qn == n or host)) or (host and min(qe - qs, e - s) < NEAR_NS):
+                if qns is None and not pp and qk == k:  # one category: no parts to sum
+                    if qn != n and qe - qs < e - s:
+                        qn = n
+                    qe = e
+                    continue
+                ns = qns if qns is not None else {qk: qe - qs}
+                for c, v in pp or ((k, e - s),):
+                    ns[c] = ns.get(c, 0) + v
+                if len(ns) == 1 and qn == n:
+                    qe, qk, qns = e, k, None
+                    continue
+                top = _top(ns)
+                if qe - qs >= e - s:
+                    qn = qn if qk == top else n if k == top else qn
+                else:
+                    qn = n if k == top else qn if qk == top else n
+                qe, qk, qns = e, top, ns if len(ns) > 1 else None
+                continue
+        if qs >= 0:
+            out.append((qs, qe, qk, qn, _ordered(qns) if qns else ()))
+        qs, qe, qk, qn, qns = s, e, k, n, dict(pp) if pp else None
+    if qs >= 0:
+        out.append((qs, qe, qk, qn, _ordered(qns) if qns else ()))
     return out
-
 
 def summary(pieces: list[Walked], lo: int, hi: int, shift: int = 0) -> dict[str, Any]:
     """The report's ``critical_path`` object. ``shift`` moves replayed times onto the
