@@ -3,10 +3,10 @@ written here as the slow reference: one tuple per step, parts as (category, ns) 
 
 from __future__ import annotations
 
-from hyp import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hyp import examples
 from traceprobe.graph.path import CATEGORIES, HOST_CATEGORIES, NEAR_NS, merge, parts
 
 

@@ -4,10 +4,10 @@ a slow reading of :meth:`Account.pieces` one interval at a time."""
 from __future__ import annotations
 
 import numpy as np
-from hyp import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hyp import examples
 from traceprobe.graph.path import CATEGORIES
 from traceprobe.metrics.regions import ACCOUNT_CLASSES, Account
 
