@@ -214,8 +214,8 @@ def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Walked]:
             out.append((s, e, k, n, ()))
             continue
         out.append(_coarse(s, e, fine))
-    for lane, at in host.items():
-        acc = accounts.get(lane)
+    for thread, at in host.items():
+        acc = accounts.get(thread)
         got = acc.summaries(np.array([out[j][0] for j in at], np.int64),
                             np.array([out[j][1] for j in at], np.int64),
                             CATEGORIES) if acc is not None else [None] * len(at)
