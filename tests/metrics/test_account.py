@@ -63,3 +63,13 @@ def test_summaries_by_hand() -> None:
     assert got[0] == ("runtime", "k", (("runtime", 10), ("cpu_op", 10)))
     assert got[1] == ("cpu_op", "y", ())  # [11,19): x 3 ns, y 5 ns: one class
     assert got[2] is None and got[3] is None  # outside the account; empty
+
+
+def test_pieces_outside_the_account_are_untraced() -> None:
+    from traceprobe.metrics.regions import UNTRACED
+
+    acc = Account(np.array([0, 10], I64), np.array([10, 20], I64),
+                  np.array(["runtime", "cpu_op"], object), np.array(["k", "x"], object))
+    assert acc.pieces(-10, -5) == [(-10, -5, "python", UNTRACED)]  # wholly before it
+    assert acc.pieces(15, 30) == [(15, 20, "cpu_op", "x"), (20, 30, "python", UNTRACED)]
+    assert acc.pieces(-2, 3) == [(-2, 0, "python", UNTRACED), (0, 3, "runtime", "k")]

@@ -40,7 +40,6 @@ region, as the idle causes' ``children`` do.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,16 +173,6 @@ class Account:
 
         return np.maximum(upto(hi) - upto(lo), 0)
 
-    def _lists(self) -> tuple[list[int], list[int], list[str], list[str]]:
-        """The columns as Python lists, made once: :meth:`pieces` is called per path piece
-        (tens of thousands of times on a long trace), where numpy's per-call cost dominates."""
-        got = self.__dict__.get("_as_lists")
-        if got is None:
-            got = (self.start.tolist(), self.end.tolist(), self.cls.tolist(),
-                   self.name.tolist())
-            object.__setattr__(self, "_as_lists", got)
-        return got
-
     def _runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """The account's *runs* (adjacent segments of one class and name as one, as
         :meth:`pieces` merges them): starts, ends, class codes into the list returned
@@ -242,16 +231,16 @@ class Account:
         return out
 
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
-        """``[lo, hi)`` cut by the account: (start, end, class, name), merged runs."""
+        """``[lo, hi)`` cut by the account: (start, end, class, name), merged runs (one call
+        per interval: :meth:`summaries` answers many at once)."""
         if hi <= lo:
             return []
-        starts, ends, classes, names = self._lists()
-        a = bisect.bisect_right(ends, lo)
-        if a < len(ends) and starts[a] <= lo and hi <= ends[a]:  # inside one segment: most
-            return [(lo, hi, classes[a], names[a])]  # pieces of a path
-        b = bisect.bisect_left(starts, hi)
+        a = int(np.searchsorted(self.end, lo, side="right"))
+        b = int(np.searchsorted(self.start, hi, side="left"))
+        starts, ends = self.start[a:b].tolist(), self.end[a:b].tolist()
+        classes, names = self.cls[a:b].tolist(), self.name[a:b].tolist()
         out: list[tuple[int, int, str, str]] = []
-        for s, e, c, n in zip(starts[a:b], ends[a:b], classes[a:b], names[a:b], strict=True):
+        for s, e, c, n in zip(starts, ends, classes, names, strict=True):
             s, e = max(s, lo), min(e, hi)
             if e <= s:
                 continue
@@ -259,12 +248,12 @@ class Account:
                 out[-1] = (out[-1][0], e, c, n)
             else:
                 out.append((s, e, c, n))
-        if not out or out[0][0] > lo or out[-1][1] < hi:  # outside the account: untraced
-            out = [(lo, out[0][0], "python", UNTRACED)] * bool(out and out[0][0] > lo) + out
-            if not out:
-                return [(lo, hi, "python", UNTRACED)]
-            if out[-1][1] < hi:
-                out.append((out[-1][1], hi, "python", UNTRACED))
+        if not out:  # outside the account: untraced
+            return [(lo, hi, "python", UNTRACED)]
+        if out[0][0] > lo:
+            out.insert(0, (lo, out[0][0], "python", UNTRACED))
+        if out[-1][1] < hi:
+            out.append((out[-1][1], hi, "python", UNTRACED))
         return out
 
 
