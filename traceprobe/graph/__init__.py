@@ -223,7 +223,9 @@ def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
     shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
-    return summary(_step_pieces(g, rp, s, e, lists), lo, hi, shift)
+    pieces = _step_pieces(g, rp, s, e, lists)
+    lists.steps.pop((s, e), None)  # read for the last time (the window's path came first)
+    return summary(pieces, lo, hi, shift)
 
 
 def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
@@ -234,6 +236,13 @@ def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     runs), staying on the GPU, so that the path follows what bounds the step — unless that
     path is more idle than the host's (the GPU mostly waited, on what the graph does not
     see: then it did not bound the step)."""
+    got = lists.steps.get((s, e))
+    if got is None:
+        got = lists.steps[s, e] = _walk_step(g, rp, s, e, lists)
+    return got
+
+
+def _walk_step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     from traceprobe.graph.path import merge, walk
     from traceprobe.graph.period import gpu_end_node, period
 

@@ -93,6 +93,9 @@ class _Lists:
         prev[rp.succ[on]] = rp.pred[on]
         self.stream_prev = _view(prev)
         self.launcher = _view(g.launch)
+        # each step's path, by its markers, once walked: the window's path (its steps end to
+        # end) and each step's own read the same pieces
+        self.steps: dict[tuple[int, int], list[Walked]] = {}
 
 
 def _view(a: np.ndarray) -> memoryview:
