@@ -86,6 +86,7 @@ import pandas as pd
 from traceprobe.errors import UsageError
 from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
 from traceprobe.graph.replay import Plan
+from traceprobe.intervals import sorted_unique
 from traceprobe.timeline import Timeline
 
 MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well inside int64 ns
@@ -383,6 +384,8 @@ def _loader_in_gaps(g: Graph) -> np.ndarray:
     out = np.zeros(len(g), np.int64)
     host = np.flatnonzero(g.ntype != GPU)
     for ln, acc in g.accounts.items():
+        if ln < 0:  # the process's: on no lane
+            continue
         on = host[g.lane[host] == ln]
         if len(on):
             out[on] = acc.time_in("dataloader", g.start[on] - g.gap[on], g.start[on])
@@ -408,8 +411,8 @@ def dataloader(g: Graph, p: Plan, n: int | None, w: int | None) -> None:
         p.notes.append(f"dataloader: {dl.sum() / 1e6:.3g} ms of DataLoader time removed")
         return
     step = _step_of(g)
-    multi = any("MultiProcessing" in str(v) for a in g.accounts.values()
-                for v in set(a.name[a.cls == "dataloader"].tolist()))
+    multi = any("MultiProcessing" in str(v) for ln, a in g.accounts.items() if ln >= 0
+                for v in set(a.name[a.cls == "dataloader"].tolist()))  # threads' accounts
     workers = w if w is not None else (1 if multi else 0)
     for k, (_, s, e) in enumerate(g.steps):
         mine = step == k
@@ -472,7 +475,7 @@ def no_profiler(g: Graph, p: Plan, ns: float) -> None:
         a, b = g.end[pred], g.start[succ]
         k = np.zeros(len(p.hand), np.int64)
         for side in (succ, pred):
-            for ln in np.unique(g.lane[side]).tolist():
+            for ln in sorted_unique(g.lane[side]).tolist():
                 if int(ln) not in g.event_starts:
                     continue
                 starts = g.event_starts[int(ln)]
