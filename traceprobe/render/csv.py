@@ -62,20 +62,20 @@ def write_csv(
         from traceprobe.report import analyze
 
         reports = [analyze(tl) for tl in tls]
-    reports = [as_report(r) for r in reports]  # a saved report dict is read back
-    if len(reports) != len(tls):
+    reps: list[Report] = [as_report(r) for r in reports]  # a saved report dict is read back
+    if len(reps) != len(tls):
         raise ValueError(f"{len(tls)} timelines but {len(reports)} reports")
     frames = {
         "gpu.csv": pd.concat([_frame(tl.gpu, tl.source) for tl in tls], ignore_index=True),
         "cpu.csv": pd.concat([_frame(tl.cpu, tl.source) for tl in tls], ignore_index=True),
         "steps.csv": pd.concat([_frame(tl.steps, tl.source) for tl in tls], ignore_index=True),
-        "devices.csv": _summary(reports, "devices"),
-        "streams.csv": _summary(reports, "streams"),
-        "copies.csv": _summary(reports, "copies"),
-        "step_breakdown.csv": _breakdown(reports),
-        "idle_causes.csv": _causes(reports),
-        "efficiency.csv": _efficiency(reports, "rows"),
-        "efficiency_categories.csv": _efficiency(reports, "categories"),
+        "devices.csv": _summary(reps, "devices"),
+        "streams.csv": _summary(reps, "streams"),
+        "copies.csv": _summary(reps, "copies"),
+        "step_breakdown.csv": _breakdown(reps),
+        "idle_causes.csv": _causes(reps),
+        "efficiency.csv": _efficiency(reps, "rows"),
+        "efficiency_categories.csv": _efficiency(reps, "categories"),
     }
     with atomic_directory(directory, list(FILES), force=force) as scratch:
         for name in FILES:
