@@ -108,10 +108,9 @@ def critical_paths(
     lists = walker(g, rp)
     wanted = g.steps if steps is True else [] if steps is False else [
         r for r in g.steps if r[0] in set(steps)]
-    return {
-        "window": _windowed(g, rp, lists, window) if whole else None,
-        "steps": {n: _step(g, rp, s, e, lists) for n, s, e in wanted},
-    }
+    path = _windowed(g, rp, lists, window) if whole else None
+    _walk_steps(g, rp, [(s, e) for _, s, e in wanted], lists)
+    return {"window": path, "steps": {n: _step(g, rp, s, e, lists) for n, s, e in wanted}}
 
 
 def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) -> dict[str, Any]:
@@ -187,6 +186,8 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
         out.append(StepResult(None, (g.span_end - g.origin) / 1000, whole_b["length_us"],
                               whole_p["length_us"], whole_p, whole_b))
     else:
+        _walk_steps(g, base, [(s, e) for _, s, e in rows], lb)
+        _walk_steps(g, pred, [(s, e) for _, s, e in rows], lp)
         for n, s, e in rows:
             cb, cp = _step(g, base, s, e, lb), _step(g, pred, s, e, lp)
             measured = (int(g.start[e]) - int(g.start[s])) / 1000
@@ -209,6 +210,7 @@ def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None
     if any(int(rp.start[a[2]]) > int(rp.start[b[1]]) for a, b in zip(rows, rows[1:],
                                                                      strict=False)):
         return None
+    _walk_steps(g, rp, [(s, e) for _, s, e in rows], lists)
     pieces: list[Any] = []
     for k, (_, s, e) in enumerate(rows):
         if k:
@@ -229,16 +231,10 @@ def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
 
 
 def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
-    """The path of the step with markers ``s``..``e``, walked back from its end marker; when
-    the GPU's work is at least :data:`GPU_NEAR` of the step's host span (it sets the period,
-    :mod:`.period`, or nearly: the host ran ahead of it, or just kept it fed), from
-    the GPU op still running at the end marker instead (the last to end before it if none
-    runs), staying on the GPU, so that the path follows what bounds the step — unless that
-    path is more idle than the host's (the GPU mostly waited, on what the graph does not
-    see: then it did not bound the step)."""
-    got = lists.steps.get((s, e))
-    if got is None:
-        got = lists.steps[s, e] = _walk_step(g, rp, s, e, lists)
+    """The path of the step with markers ``s``..``e`` (:func:`_walk_steps`), walked once."""
+    if (s, e) not in lists.steps:
+        _walk_steps(g, rp, [(s, e)], lists)
+    got: list[Any] = lists.steps[s, e]
     return got
 
 
@@ -256,17 +252,44 @@ def _facts(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> tuple[int, int, 
     return got
 
 
-def _walk_step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
-    from traceprobe.graph.path import merge, walk
+STEP_BLOCK = 32  # steps walked together: their host pieces cut by the account in one pass
 
-    lo, hi = int(rp.start[s]), int(rp.start[e])
-    host, gpu, gpu_end = _facts(g, rp, s, e, lists)
-    if gpu < GPU_NEAR * host:
-        return walk(g, rp, e, hi, lo, lists)
-    on_host = walk(g, rp, e, hi, lo, lists, merged=False)
-    on_gpu = walk(g, rp, gpu_end, hi, lo, lists, gpu_first=True, merged=False)
-    # a GPU that mostly waited (on what the graph does not see) does not bound the step
-    return merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
+
+def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: Any) -> None:
+    """The path of each step ``(s, e)`` of ``rows`` (markers) into ``lists.steps``, walked
+    back from its end marker; when the GPU's work is at least :data:`GPU_NEAR` of the step's
+    host span (it sets the period, :mod:`.period`, or nearly: the host ran ahead of it, or
+    just kept it fed), from the GPU op still running at the end marker instead (the last to
+    end before it if none runs), staying on the GPU, so that the path follows what bounds
+    the step — unless that path is more idle than the host's (the GPU mostly waited, on what
+    the graph does not see: then it did not bound the step). :data:`STEP_BLOCK` steps at a
+    time, their walks' host pieces resolved together (one numpy pass per thread)."""
+    from traceprobe.graph.path import merge, resolve, trace_back
+
+    todo = [r for r in dict.fromkeys(rows) if r not in lists.steps]
+    for at in range(0, len(todo), STEP_BLOCK):
+        block = todo[at : at + STEP_BLOCK]
+        flat: list[Any] = []
+        cuts: list[list[int]] = []  # per step: where its walks start and end in ``flat``
+        for s, e in block:
+            lo, hi = int(rp.start[s]), int(rp.start[e])
+            host, gpu, gpu_end = _facts(g, rp, s, e, lists)
+            walks = [trace_back(g, rp, e, hi, lo, lists)]
+            if gpu >= GPU_NEAR * host:
+                walks.append(trace_back(g, rp, gpu_end, hi, lo, lists, gpu_first=True))
+            cuts.append([len(flat)])
+            for w in walks:
+                flat += w
+                cuts[-1].append(len(flat))
+        done = resolve(flat, lists.accounts)
+        for (s, e), c in zip(block, cuts, strict=True):
+            on_host = done[c[0] : c[1]]
+            if len(c) == 2:
+                lists.steps[s, e] = merge(on_host)
+                continue
+            on_gpu = done[c[1] : c[2]]
+            # a GPU that mostly waited (on what the graph does not see) does not bound it
+            lists.steps[s, e] = merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
 
 
 def _idle(pieces: list[Any]) -> int:
