@@ -211,11 +211,13 @@ def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None
                                                                      strict=False)):
         return None
     _walk_steps(g, rp, [(s, e) for _, s, e in rows], lists)
+    between = resolve([(int(rp.start[a[2]]), int(rp.start[b[1]]), HOST_PIECE,
+                        str(int(g.lane[b[1]]))) for a, b in zip(rows, rows[1:], strict=False)],
+                      g.accounts)  # the step thread's time between two steps
     pieces: list[Any] = []
     for k, (_, s, e) in enumerate(rows):
         if k:
-            a, b = int(rp.start[rows[k - 1][2]]), int(rp.start[s])
-            pieces += resolve([(a, b, HOST_PIECE, str(int(g.lane[s])))], g.accounts)
+            pieces.append(between[k - 1])
         pieces += _step_pieces(g, rp, s, e, lists)
     return summary(merge(pieces), int(rp.start[rows[0][1]]), int(rp.start[rows[-1][2]]))
 
