@@ -254,7 +254,7 @@ def _facts(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> tuple[int, int, 
     return got
 
 
-STEP_BLOCK = 32  # steps walked together: their host pieces cut by the account in one pass
+STEP_BLOCK = 4  # steps walked together, their host pieces cut in one pass (4: a low peak)
 
 
 def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: Any) -> None:
