@@ -522,7 +522,7 @@ CONV_WARNING = (
     "also change cuDNN's choice of convolution algorithms (other kernels, often more of "
     "them per step), which the trace does not show: read the prediction as the gain if the "
     "kernels stayed the same, not as a bound (on the committed resnet18 loops TF32 and bf16 "
-    "chose about 2.5x the kernels and ran slower than fp32: docs/WHATIF.md)")
+    "launched more kernels per step and ran slower than fp32: docs/WHATIF.md)")
 
 
 def _conv_kernels(names: np.ndarray) -> int:
