@@ -78,7 +78,8 @@ class RealPair:
 
 
 _HOST_SHORT = (
-    "the predicted step is host-bound, and on host-bound loops the estimated profiler cost "
+    "the predicted step is set by the host (or by GPU work that waits for its launches), "
+    "and on loops the host bounds the estimated profiler cost "
     "falls short (table below: it sees the bookkeeping between events, not what the "
     "profiler adds inside them, such as CUPTI's work inside each runtime call), so some of "
     "the profiler's cost stays in the prediction")
@@ -529,7 +530,9 @@ HEAD = """# What-if: predicted against measured
 measured durations and predicts each step's time if the program changed as the scenario says.
 Each row below takes a recorded serial variant, replays it under the scenarios that describe
 the change, and compares the prediction with the step time measured on the variant that makes
-the change for real (recorded on H200, mean over each trace's steps).
+the change for real (recorded on H200, mean over each trace's steps). Both sides are profiled,
+so these predictions keep the profiler's cost (as `traceprobe whatif --keep-profiler` does;
+the real training loops below are set against unprofiled runs instead).
 *error* = (predicted − measured) / measured. Goal: every row within 10%, median within 5%.
 The graph, the replay, the scenarios and every figure are defined in docs/FIGURES.md
 ("Critical path and what-if"); the JSON schema is below.

@@ -63,7 +63,7 @@ def boundary_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, 
 
 def profiler_cost(tl: Timeline) -> ProfilerCost:
     """The estimate of the module docstring, on ``tl``'s CPU events."""
-    cpu = tl.cpu
+    cpu = tl.cpu[tl.cpu["kind"].to_numpy() != "overhead"]  # Kineto's own, on no thread
     if len(tl.steps):
         lo, hi = int(tl.steps["start"].min()), int(tl.steps["end"].max())
         cpu = cpu[(cpu["start"].to_numpy() >= lo) & (cpu["end"].to_numpy() <= hi)]
