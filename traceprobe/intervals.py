@@ -33,6 +33,17 @@ import pandas as pd
 _I64 = np.int64
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an integer array (as int64) by one sort: numpy 2.4's ``np.unique``
+    hashes first, and took 0.32 s for the 600,000 times of one host account, the sort 7 ms."""
+    a = np.sort(np.asarray(a, np.int64).ravel())
+    if a.size < 2:
+        return a
+    keep = np.empty(a.size, bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
 class Spans(NamedTuple):
     """A normalised set of half-open intervals: sorted, disjoint, non-touching."""
 

@@ -234,17 +234,18 @@ def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     runs), staying on the GPU, so that the path follows what bounds the step — unless that
     path is more idle than the host's (the GPU mostly waited, on what the graph does not
     see: then it did not bound the step)."""
-    from traceprobe.graph.path import walk
+    from traceprobe.graph.path import merge, walk
     from traceprobe.graph.period import gpu_end_node, period
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
-    on_host = walk(g, rp, e, hi, lo, lists)
     host, gpu = period(g, rp, s, e)
     if gpu < GPU_NEAR * host:
-        return on_host
-    on_gpu = walk(g, rp, gpu_end_node(g, rp, hi, e), hi, lo, lists, gpu_first=True)
+        return walk(g, rp, e, hi, lo, lists)
+    on_host = walk(g, rp, e, hi, lo, lists, merged=False)
+    on_gpu = walk(g, rp, gpu_end_node(g, rp, hi, e), hi, lo, lists, gpu_first=True,
+                  merged=False)
     # a GPU that mostly waited (on what the graph does not see) does not bound the step
-    return on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host
+    return merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
 
 
 def _idle(pieces: list[Any]) -> int:

@@ -107,12 +107,14 @@ def walker(g: Graph, rp: Replay) -> _Lists:
 
 
 def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
-         lists: _Lists | None = None, gpu_first: bool = False) -> list[Walked]:
+         lists: _Lists | None = None, gpu_first: bool = False,
+         merged: bool = True) -> list[Walked]:
     """Pieces of the critical path ending at ``end_time`` (at or after ``end_node``'s end),
     back to ``lo``, in time order. At a GPU op that waited for its launch the path stays on
     the GPU (through the stream's previous op, the wait a host piece of the launching thread)
     when the wait was shorter than the op or :data:`NEAR_NS`, and always with ``gpu_first``
-    (a step whose period the GPU sets: the GPU is what bounds it)."""
+    (a step whose period the GPU sets: the GPU is what bounds it). ``merged=False``: the
+    pieces before :func:`merge` (the same time per category)."""
     L = lists or _Lists(g, rp)
     out: list[Piece] = []
     c = int(end_time)
@@ -172,7 +174,8 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
             c = t
         i = q
     out.reverse()
-    return merge(resolve(out, L.accounts))
+    walked = resolve(out, L.accounts)
+    return merge(walked) if merged else walked
 
 
 def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[str, str]:
@@ -187,10 +190,13 @@ def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Walked]:
     """Host and hand-off pieces cut by the host account (module docstring), each as one
     walked piece with its time per category."""
     out: list[Walked] = []
+    host: dict[int, list[int]] = {}
     for s, e, k, n in pieces:
-        if k == HOST_PIECE:
-            fine = _cut(accounts.get(int(n)), s, e)
-        elif k == GAP_PIECE:  # a long GPU wait: the launching thread's doing, else any
+        if k == HOST_PIECE:  # all of a thread's at once, below
+            host.setdefault(int(n), []).append(len(out))
+            out.append((s, e, k, n, ()))
+            continue
+        if k == GAP_PIECE:  # a long GPU wait: the launching thread's doing, else any
             lane, _, label = n.partition(" ")  # thread's of the process, else idle
             fine = []
             for ps, pe, pk, pn in _cut(accounts.get(int(lane)), s, e):
@@ -208,6 +214,14 @@ def resolve(pieces: list[Piece], accounts: dict[int, Any]) -> list[Walked]:
             out.append((s, e, k, n, ()))
             continue
         out.append(_coarse(s, e, fine))
+    for thread, at in host.items():
+        acc = accounts.get(thread)
+        got = acc.summaries(np.array([out[j][0] for j in at], np.int64),
+                            np.array([out[j][1] for j in at], np.int64),
+                            CATEGORIES) if acc is not None else [None] * len(at)
+        for j, brief in zip(at, got, strict=True):
+            s, e = out[j][0], out[j][1]
+            out[j] = (s, e, *brief) if brief is not None else _coarse(s, e, _cut(acc, s, e))
     return out
 
 
@@ -224,10 +238,27 @@ def _coarse(s: int, e: int, fine: list[Piece]) -> Walked:
         ns[k] = ns.get(k, 0) + b - a
         if b - a > best.get(k, (-1, ""))[0]:
             best[k] = (b - a, n)
-    top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+    top = _top(ns)
     if len(ns) == 1:
         return (s, e, top, best[top][1], ())
-    return (s, e, top, best[top][1], tuple((c, ns[c]) for c in CATEGORIES if c in ns))
+    return (s, e, top, best[top][1], _ordered(ns))
+
+
+_RANK = {c: i for i, c in enumerate(CATEGORIES)}
+_HOSTS = frozenset(HOST_CATEGORIES)
+
+
+def _top(ns: dict[str, int]) -> str:
+    """The category holding the most time of ``ns`` (positive total); ties: the first in
+    :data:`CATEGORIES`."""
+    if len(ns) == 1:
+        return next(iter(ns))
+    return min(ns, key=lambda c: (-ns[c], _RANK[c]))
+
+
+def _ordered(ns: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """``ns``'s items in :data:`CATEGORIES` order."""
+    return tuple(sorted(ns.items(), key=lambda kv: _RANK[kv[0]]))
 
 
 def parts(p: Walked) -> tuple[tuple[str, int], ...]:
@@ -258,32 +289,48 @@ def _cut(acc: Any, s: int, e: int) -> list[Piece]:
 def merge(pieces: list[Walked]) -> list[Walked]:
     """Adjacent pieces of one kind and name as one; adjacent host pieces of one kind, or of
     which one is shorter than ``NEAR_NS``, as one, of the kind holding the most (their parts
-    summed, so the breakdown stays exact); empty ones dropped."""
-    out: list[Walked] = []
-    for p in pieces:
-        if p[1] <= p[0]:
-            continue
-        q = out[-1] if out else None
-        host = q is not None and q[2] in HOST_CATEGORIES and p[2] in HOST_CATEGORIES
-        short = q is not None and min(q[1] - q[0], p[1] - p[0]) < NEAR_NS
-        if q is None or q[1] != p[0] or not (
-                (q[2] == p[2] and (q[3] == p[3] or host)) or (host and short)):
-            out.append(p)
-            continue
-        ns: dict[str, int] = {}
-        for c, v in parts(q) + parts(p):
-            ns[c] = ns.get(c, 0) + v
-        if len(ns) == 1 and q[3] == p[3]:
-            out[-1] = (q[0], p[1], p[2], p[3], ())
-            continue
-        top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
-        longer = q if q[1] - q[0] >= p[1] - p[0] else p
-        other = p if longer is q else q
-        name = longer[3] if longer[2] == top else other[3] if other[2] == top else longer[3]
-        out[-1] = (q[0], p[1], top, name,
-                   tuple((c, ns[c]) for c in CATEGORIES if c in ns) if len(ns) > 1 else ())
-    return out
+    summed, so the breakdown stays exact); empty ones dropped.
 
+    A left fold: the piece being grown is held as loose values (its parts as a dict, None
+    for one category) and made a tuple only when the next piece does not join it."""
+    out: list[Walked] = []
+    hosts = _HOSTS
+    qs = qe = -1
+    qk = qn = ""
+    qns: dict[str, int] | None = None
+    for s, e, k, n, pp in pieces:
+        if e <= s:
+            continue
+        if qe == s and qs >= 0:
+            if k == qk and n == qn and qns is None and not pp:  # the commonest
+                qe = e
+                continue
+            host = qk in hosts and k in hosts
+            if (qk == k and (qn == n or host)) or (host and min(qe - qs, e - s) < NEAR_NS):
+                if qns is None and not pp and qk == k:  # one category: no parts to sum
+                    if qn != n and qe - qs < e - s:
+                        qn = n
+                    qe = e
+                    continue
+                ns = qns if qns is not None else {qk: qe - qs}
+                for c, v in pp or ((k, e - s),):
+                    ns[c] = ns.get(c, 0) + v
+                if len(ns) == 1 and qn == n:
+                    qe, qk, qns = e, k, None
+                    continue
+                top = _top(ns)
+                if qe - qs >= e - s:
+                    qn = qn if qk == top else n if k == top else qn
+                else:
+                    qn = n if k == top else qn if qk == top else n
+                qe, qk, qns = e, top, ns if len(ns) > 1 else None
+                continue
+        if qs >= 0:
+            out.append((qs, qe, qk, qn, _ordered(qns) if qns else ()))
+        qs, qe, qk, qn, qns = s, e, k, n, dict(pp) if pp else None
+    if qs >= 0:
+        out.append((qs, qe, qk, qn, _ordered(qns) if qns else ()))
+    return out
 
 def summary(pieces: list[Walked], lo: int, hi: int, shift: int = 0) -> dict[str, Any]:
     """The report's ``critical_path`` object. ``shift`` moves replayed times onto the

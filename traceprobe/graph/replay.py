@@ -20,6 +20,7 @@ from traceprobe.errors import GraphCycle
 from traceprobe.graph.delays import resource_prev
 from traceprobe.graph.delays import stream_prev as _stream_prev
 from traceprobe.graph.model import GPU, NO_SYNC, SYNC_DEVICE, SYNC_ONE, Graph
+from traceprobe.intervals import sorted_unique
 
 END, START = 0, 1
 C_HOST, C_LAUNCH, C_STREAM, C_RESOURCE, C_DEP, C_WAIT, C_HAND = range(7)
@@ -109,7 +110,7 @@ def constraints(g: Graph, p: Plan) -> tuple[np.ndarray, ...]:
     if len(dev) and len(lch):
         # a device-wide wait: the last op launched before it on every stream (streams run
         # their ops in order, so that op ends last)
-        for ln in np.unique(p.lane[lch]).tolist():
+        for ln in sorted_unique(p.lane[lch]).tolist():
             on = lch[p.lane[lch] == ln]
             on = on[np.argsort(p.launch[on], kind="stable")]
             last = np.searchsorted(p.launch[on], dev) - 1

@@ -92,6 +92,7 @@ import pandas as pd
 from traceprobe.errors import UsageError
 from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
 from traceprobe.graph.replay import Plan
+from traceprobe.intervals import sorted_unique
 from traceprobe.timeline import Timeline
 
 MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well inside int64 ns
@@ -505,7 +506,7 @@ def no_profiler(g: Graph, p: Plan, ns: float) -> None:
         a, b = g.end[pred], g.start[succ]
         k = np.zeros(len(p.hand), np.int64)
         for side in (succ, pred):
-            for ln in np.unique(g.lane[side]).tolist():
+            for ln in sorted_unique(g.lane[side]).tolist():
                 if int(ln) not in g.event_starts:
                     continue
                 starts = g.event_starts[int(ln)]

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.graph.model import GPU, HOST, Graph
+from traceprobe.intervals import sorted_unique
 from traceprobe.metrics.host import host_process
 from traceprobe.metrics.regions import account, host_events
 
@@ -40,7 +41,7 @@ def handoffs(g: Graph) -> None:
     if not len(host):
         return
     by_lane: dict[int, np.ndarray] = {}
-    for ln in np.unique(g.lane[host]).tolist():
+    for ln in sorted_unique(g.lane[host]).tolist():
         nodes = host[g.lane[host] == ln]
         by_lane[int(ln)] = nodes[np.argsort(g.start[nodes], kind="stable")]
     rows: list[tuple[int, int, int]] = []
@@ -84,7 +85,7 @@ def handoffs(g: Graph) -> None:
         g.hand = hand
         # a node a hand-off wakes waits for the other thread, not for its own thread's
         # previous call: its own gap becomes 0 (the hand-off's delay holds the time)
-        woken = np.unique(hand[:, 0])
+        woken = sorted_unique(hand[:, 0])
         g.gap[woken] = np.where(g.prev[woken] >= 0, 0, g.gap[woken])
 
 

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.errors import TraceError
+from traceprobe.intervals import sorted_unique
 from traceprobe.load.files import REEXPORT
 from traceprobe.load.schema import GPU_CATEGORIES, RENAMED_2021, Columns
 from traceprobe.timeline import (
@@ -213,7 +214,7 @@ def _gpu_frame(
     codes = g["name"]
     # copy direction, memory kinds and the comm flag: parsed once per distinct name
     per_name = np.full((len(names_u), 4), "", object)
-    for c in np.unique(codes).tolist():
+    for c in sorted_unique(codes).tolist():
         name = str(names_u[c])
         per_name[c] = (*map(sys.intern, _copy_info(name)), bool(_COMM.search(name)))
     copy_kind, src_kind, dst_kind = (per_name[codes, j] for j in range(3))
@@ -352,7 +353,7 @@ def _hip(cols: Columns, kind_u: np.ndarray, names_u: np.ndarray) -> bool:
     if not cols.cpu:
         return False
     runtime = np.flatnonzero(kind_u == "cuda_runtime")
-    called = np.unique(cols.cpu["name"][np.isin(cols.cpu["cat"], runtime)])
+    called = sorted_unique(cols.cpu["name"][np.isin(cols.cpu["cat"], runtime)])
     return any(str(n).startswith("hip") for n in names_u[called])
 
 

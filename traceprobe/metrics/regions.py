@@ -40,12 +40,12 @@ region, as the idle causes' ``children`` do.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from traceprobe.intervals import sorted_unique
 from traceprobe.metrics.grouping import win_of
 
 REGION_CLASSES = ("dataloader", "optimizer", "region")
@@ -173,25 +173,74 @@ class Account:
 
         return np.maximum(upto(hi) - upto(lo), 0)
 
-    def _lists(self) -> tuple[list[int], list[int], list[str], list[str]]:
-        """The columns as Python lists, made once: :meth:`pieces` is called per path piece
-        (tens of thousands of times on a long trace), where numpy's per-call cost dominates."""
-        got = self.__dict__.get("_as_lists")
+    def _runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The account's *runs* (adjacent segments of one class and name as one, as
+        :meth:`pieces` merges them): starts, ends, class codes into the list returned
+        last, names; made once."""
+        got = self.__dict__.get("_as_runs")
         if got is None:
-            got = (self.start.tolist(), self.end.tolist(), self.cls.tolist(),
-                   self.name.tolist())
-            object.__setattr__(self, "_as_lists", got)
+            n = len(self.start)
+            new = np.ones(n, bool)
+            if n > 1:
+                new[1:] = (self.cls[1:] != self.cls[:-1]) | (self.name[1:] != self.name[:-1])
+            first = np.flatnonzero(new)
+            last = np.r_[first[1:], n] - 1
+            code, classes = pd.factorize(self.cls[first])
+            got = (self.start[first], self.end[last], code.astype(np.int64), self.name[first],
+                   [str(c) for c in classes])
+            object.__setattr__(self, "_as_runs", got)
         return got
 
+    def summaries(self, lo: np.ndarray, hi: np.ndarray, order: tuple[str, ...]) -> list[
+            tuple[str, str, tuple[tuple[str, int], ...]] | None]:
+        """Per interval ``[lo[i], hi[i])`` (int64 ns), what :meth:`pieces` cuts it into, in
+        brief: the class holding the most time (ties: the first in ``order``, which must
+        hold every class), the name of that class's longest run inside it (the first on
+        ties) and, when it holds more than one class, its time per class in ``order``
+        (else ``()``). None for an interval not inside the account (or empty): ask
+        :meth:`pieces`. All intervals at once, where :meth:`pieces` is one call each."""
+        lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+        out: list[tuple[str, str, tuple[tuple[str, int], ...]] | None] = [None] * len(lo)
+        if not len(self.start):
+            return out
+        rs, re_, code, names, classes = self._runs()
+        ok = np.flatnonzero((hi > lo) & (lo >= rs[0]) & (hi <= re_[-1]))
+        if not ok.size:
+            return out
+        a = np.searchsorted(re_, lo[ok], side="right")
+        cnt = np.searchsorted(rs, hi[ok], side="left") - a
+        pid = np.repeat(np.arange(ok.size), cnt)  # one row per (interval, run inside it)
+        run = np.arange(pid.size) - np.repeat(np.cumsum(cnt) - cnt, cnt) + np.repeat(a, cnt)
+        ln = np.minimum(re_[run], hi[ok][pid]) - np.maximum(rs[run], lo[ok][pid])
+        width = len(order)
+        rank = np.array([order.index(c) for c in classes], np.int64)[code[run]]
+        per = np.bincount(pid * width + rank, weights=ln, minlength=ok.size * width)
+        per = per.reshape(ok.size, width).astype(np.int64)  # exact: sums of ns < 2**53
+        top = per.argmax(axis=1)  # the first of the largest, in ``order``
+        mine = rank == top[pid]
+        longest = np.zeros(ok.size, np.int64)
+        np.maximum.at(longest, pid[mine], ln[mine])
+        best = np.flatnonzero(mine & (ln == longest[pid]))
+        first = best[np.r_[True, pid[best][1:] != pid[best][:-1]]]  # rows are in time order
+        name_of = names[run[first]].tolist()
+        many = ((per > 0).sum(axis=1) > 1).tolist()
+        top_l, per_l = top.tolist(), per.tolist()
+        for j, i in enumerate(ok.tolist()):
+            parts = tuple((order[c], v) for c, v in enumerate(per_l[j]) if v) if many[j] else ()
+            out[i] = (order[top_l[j]], name_of[j], parts)
+        return out
+
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
-        """``[lo, hi)`` cut by the account: (start, end, class, name), merged runs."""
+        """``[lo, hi)`` cut by the account: (start, end, class, name), merged runs (one call
+        per interval: :meth:`summaries` answers many at once)."""
         if hi <= lo:
             return []
-        starts, ends, classes, names = self._lists()
-        a = bisect.bisect_right(ends, lo)
-        b = bisect.bisect_left(starts, hi)
+        a = int(np.searchsorted(self.end, lo, side="right"))
+        b = int(np.searchsorted(self.start, hi, side="left"))
+        starts, ends = self.start[a:b].tolist(), self.end[a:b].tolist()
+        classes, names = self.cls[a:b].tolist(), self.name[a:b].tolist()
         out: list[tuple[int, int, str, str]] = []
-        for s, e, c, n in zip(starts[a:b], ends[a:b], classes[a:b], names[a:b], strict=True):
+        for s, e, c, n in zip(starts, ends, classes, names, strict=True):
             s, e = max(s, lo), min(e, hi)
             if e <= s:
                 continue
@@ -199,12 +248,12 @@ class Account:
                 out[-1] = (out[-1][0], e, c, n)
             else:
                 out.append((s, e, c, n))
-        if not out or out[0][0] > lo or out[-1][1] < hi:  # outside the account: untraced
-            out = [(lo, out[0][0], "python", UNTRACED)] * bool(out and out[0][0] > lo) + out
-            if not out:
-                return [(lo, hi, "python", UNTRACED)]
-            if out[-1][1] < hi:
-                out.append((out[-1][1], hi, "python", UNTRACED))
+        if not out:  # outside the account: untraced
+            return [(lo, hi, "python", UNTRACED)]
+        if out[0][0] > lo:
+            out.insert(0, (lo, out[0][0], "python", UNTRACED))
+        if out[-1][1] < hi:
+            out.append((out[-1][1], hi, "python", UNTRACED))
         return out
 
 
@@ -218,12 +267,12 @@ def account(ev: HostEvents, lo: int, hi: int, whole: bool = False) -> dict[int, 
     tid = ev.tid if ev.tid is not None else np.zeros(len(ev.start), np.int64)
     if whole:
         tid = np.full(len(ev.start), -1, np.int64)
-    for t in np.unique(tid).tolist():
+    for t in sorted_unique(tid).tolist():
         m = np.flatnonzero(tid == t)
         s, e, cls, name = ev.start[m], ev.end[m], ev.cls[m], ev.name[m]
         rank = np.empty(m.size, np.int64)
         rank[np.lexsort((-e, s))] = np.arange(m.size)
-        bounds = np.unique(np.concatenate([s, e, [lo, hi]]).clip(lo, hi).astype(np.int64))
+        bounds = sorted_unique(np.concatenate([s, e, [lo, hi]]).clip(lo, hi))
         o = owners(cls, s, e, rank, bounds)
         inner = np.where(o.syn >= 0, o.syn, o.leaf)
         has_in = inner >= 0

@@ -33,7 +33,7 @@ modules (:mod:`.windows`: the windows and the cut; :mod:`.keys`: rows grouped by
 
 from __future__ import annotations
 
-from traceprobe.intervals import offsets
+from traceprobe.intervals import offsets, sorted_unique
 from traceprobe.metrics.grouping.keys import (
     NONE,
     KeyGroups,
@@ -51,7 +51,6 @@ from traceprobe.metrics.grouping.keys import (
     positions,
     rank,
     report_rows,
-    sorted_unique,
     string_ranks,
     values_at,
 )

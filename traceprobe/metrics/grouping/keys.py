@@ -111,12 +111,6 @@ def pairs_within(off: np.ndarray, upto: int | None = None) -> tuple[np.ndarray, 
     return a, b, offsets(g, n)
 
 
-def sorted_unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` of an int64 array by one sort (numpy's hashing unique is slower here)."""
-    a = np.sort(np.asarray(a, _I64), kind="stable")
-    return a[key_changes(a)]
-
-
 def string_ranks(names: list[str]) -> np.ndarray:
     """For each of ``names``: its rank in Python's string order (equal strings, equal rank),
     so that sorting by rank is sorting by the strings."""

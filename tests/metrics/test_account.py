@@ -1,0 +1,75 @@
+"""The host account's cuts: :meth:`Account.summaries` (all intervals at once, numpy) against
+a slow reading of :meth:`Account.pieces` one interval at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hyp import examples
+from traceprobe.graph.path import CATEGORIES
+from traceprobe.metrics.regions import ACCOUNT_CLASSES, Account
+
+I64 = np.int64
+
+
+def _slow(acc: Account, lo: int, hi: int) -> tuple[str, str, tuple[tuple[str, int], ...]]:
+    """What the docstring says, from the pieces: time per class, the top class (ties: the
+    first in CATEGORIES), that class's longest piece's name (the first on ties)."""
+    ns: dict[str, int] = {}
+    best: dict[str, tuple[int, str]] = {}
+    for s, e, c, n in acc.pieces(lo, hi):
+        ns[c] = ns.get(c, 0) + e - s
+        if c not in best or e - s > best[c][0]:
+            best[c] = (e - s, n)
+    top = max(CATEGORIES, key=lambda c: ns.get(c, -1))
+    parts = tuple((c, ns[c]) for c in CATEGORIES if c in ns) if len(ns) > 1 else ()
+    return top, best[top][1], parts
+
+
+segments = st.lists(st.tuples(st.integers(1, 40), st.sampled_from(ACCOUNT_CLASSES),
+                              st.sampled_from(["a", "b", "c"])), min_size=1, max_size=30)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(segments, st.integers(-20, 20),
+       st.lists(st.tuples(st.integers(-30, 1300), st.integers(-5, 300)), max_size=25))
+def test_summaries_equal_a_reading_of_pieces(segs, origin, spans) -> None:
+    lens = np.array([s[0] for s in segs], I64)
+    end = origin + np.cumsum(lens)
+    start = end - lens
+    acc = Account(start, end, np.array([s[1] for s in segs], object),
+                  np.array([s[2] for s in segs], object))
+    lo = np.array([a for a, _ in spans], I64)
+    hi = lo + np.array([w for _, w in spans], I64)
+    got = acc.summaries(lo, hi, CATEGORIES)
+    for a, b, brief in zip(lo.tolist(), hi.tolist(), got, strict=True):
+        inside = b > a and a >= int(start[0]) and b <= int(end[-1])
+        assert (brief is not None) == inside
+        if inside:
+            assert brief == _slow(acc, a, b)
+
+
+def test_summaries_by_hand() -> None:
+    # [0,10) runtime "k", [10,14) cpu_op "x", [14,20) cpu_op "y", [20,30) runtime "k"
+    acc = Account(np.array([0, 10, 14, 20], I64), np.array([10, 14, 20, 30], I64),
+                  np.array(["runtime", "cpu_op", "cpu_op", "runtime"], object),
+                  np.array(["k", "x", "y", "k"], object))
+    lo, hi = np.array([5, 11, 0, 30], I64), np.array([25, 19, 40, 30], I64)
+    got = acc.summaries(lo, hi, CATEGORIES)
+    # [5,25): runtime 5+5, cpu_op 4+6: a tie of 10 each, runtime first in CATEGORIES; its
+    # longest run "k" (the first of two of 5 ns)
+    assert got[0] == ("runtime", "k", (("runtime", 10), ("cpu_op", 10)))
+    assert got[1] == ("cpu_op", "y", ())  # [11,19): x 3 ns, y 5 ns: one class
+    assert got[2] is None and got[3] is None  # outside the account; empty
+
+
+def test_pieces_outside_the_account_are_untraced() -> None:
+    from traceprobe.metrics.regions import UNTRACED
+
+    acc = Account(np.array([0, 10], I64), np.array([10, 20], I64),
+                  np.array(["runtime", "cpu_op"], object), np.array(["k", "x"], object))
+    assert acc.pieces(-10, -5) == [(-10, -5, "python", UNTRACED)]  # wholly before it
+    assert acc.pieces(15, 30) == [(15, 20, "cpu_op", "x"), (20, 30, "python", UNTRACED)]
+    assert acc.pieces(-2, 3) == [(-2, 0, "python", UNTRACED), (0, 3, "runtime", "k")]
