@@ -554,8 +554,14 @@ SCHEMA = """
                                 "segments": [{"start_us": 0.0, "end_us": 0.0,
                                               "kind": "kernel", "name": "..."}]},
               "measured_critical_path": {"...": "the same, of the unchanged replay"}}],
- "scenarios": ["no-host-sync"], "notes": ["no-host-sync: dropped 1 of 4 host waits"]}
+ "scenarios": ["no-profiler", "no-host-sync"],
+ "notes": ["no-profiler applied by default: ...",
+           "no-profiler: 812 recorded CPU events at 2872 ns each, estimated from the trace: ...",
+           "no-host-sync: dropped 1 of 4 host waits"]}
 ```
+
+`scenarios` are those replayed, in order: `traceprobe whatif` puts `no-profiler` first unless
+`--keep-profiler` is given or a `no-profiler` scenario is, and says so in `notes`.
 
 `windows` has one object per `ProfilerStep#N` (or one with `"step": null` for a trace without
 steps, or with `--step N` one). `period_us` / `predicted_period_us`: the step's period, the

@@ -244,8 +244,8 @@ def _raw_calls(path: Path) -> list[int]:
 WITHIN = {("transformer-fp32", "kernels", "transformer-tf32"),
           ("transformer-fp32", "precision", "transformer-tf32"),
           ("transformer-tf32-item", "no-host-sync", "transformer-tf32"),
-          ("mlp-eager", "cuda-graph", "mlp-graph"),
-          ("resnet-fp32", "kernels", "resnet-tf32")}
+          ("mlp-eager", "cuda-graph", "mlp-graph")}
+# (resnet-tf32 is within 20% too, by no merit of the model: the real loop changed its kernels)
 
 
 def test_predictions_within_twenty_percent_of_the_unprofiled_runs() -> None:
