@@ -171,6 +171,10 @@ def test_the_null_table_has_every_variant_and_its_numbers_hold() -> None:
     errs = [abs(_pct(c[6])) for c in rows]
     assert (f"Profiler removed: {sum(e <= 20 for e in errs)} of {len(rows)} variants within "
             f"20%, median |error| {statistics.median(errs):.1f}%") in summary
+    kept = [abs(_pct(c[3])) for c in rows]
+    assert statistics.median(errs) < statistics.median(kept)  # why the default removes it
+    assert (f"median error is {statistics.median(errs):.1f}% against "
+            f"{statistics.median(kept):.1f}% kept") in summary
 
 
 def test_the_loader_stages_the_workers_do_not_divide() -> None:
