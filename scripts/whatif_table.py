@@ -80,7 +80,7 @@ class RealPair:
 _HOST_SHORT = (
     "the predicted step is set by the host (or by GPU work that waits for its launches), "
     "and on loops the host bounds the estimated profiler cost "
-    "falls short (table below: it sees the bookkeeping between events, not what the "
+    "falls short (table below: it sees the bookkeeping between events, likely not what the "
     "profiler adds inside them, such as CUPTI's work inside each runtime call), so some of "
     "the profiler's cost stays in the prediction")
 _CUDNN = (
@@ -412,9 +412,10 @@ def null_notes(rows: list[NullRow]) -> str:
     if slow:
         out.append(
             "Too slow: " + ", ".join(f"`{r.variant}`" for r in slow) + ": loops the host "
-            "bounds, where the estimate falls short of what the profiler cost (what it adds "
-            "inside events, CUPTI's work inside each runtime call among it, no interval "
-            "between events shows).")
+            "bounds, where the estimate falls short of what the profiler cost (the likely "
+            "cause, not checked against a recording: what the profiler adds inside events, "
+            "such as CUPTI's work inside each runtime call, which no interval between events "
+            "shows).")
     if fast:
         out.append(
             "Too fast: " + ", ".join(f"`{r.variant}`" for r in fast) + ": the profiled steps "
