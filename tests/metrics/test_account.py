@@ -73,3 +73,24 @@ def test_pieces_outside_the_account_are_untraced() -> None:
     assert acc.pieces(-10, -5) == [(-10, -5, "python", UNTRACED)]  # wholly before it
     assert acc.pieces(15, 30) == [(15, 20, "cpu_op", "x"), (20, 30, "python", UNTRACED)]
     assert acc.pieces(-2, 3) == [(-2, 0, "python", UNTRACED), (0, 3, "runtime", "k")]
+
+
+def test_ranged_account_cuts_as_the_whole_account_does() -> None:
+    """The process's account made per interval equals the one made over the whole trace,
+    on a real trace (the backward pass on autograd's thread: two threads as one), at
+    intervals of every size, some at the trace's edges."""
+    from pathlib import Path
+
+    from traceprobe import load
+    from traceprobe.metrics.host import host_process
+    from traceprobe.metrics.regions import RangedAccount, account, host_events
+
+    here = Path(__file__).resolve().parents[2] / "sample_traces/h200/real-loops"
+    tl = load(str(next(here.glob("transformer-tf32-item/*.pt.trace.json.gz"))))
+    ev = host_events(tl.cpu, host_process(tl.cpu))
+    lo, hi = int(ev.start.min()) - 1_000, int(ev.end.max()) + 1_000
+    whole, ranged = account(ev, lo, hi, whole=True)[-1], RangedAccount(ev)
+    rng = np.random.default_rng(7)
+    for width in (1, 500, 20_000, 2_000_000, hi - lo):
+        for a in rng.integers(lo, hi - width + 1, 20).tolist():
+            assert ranged.pieces(a, a + width) == whole.pieces(a, a + width)

@@ -155,7 +155,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     """
     from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
-    from traceprobe.graph.period import period, unmodelled
+    from traceprobe.graph.period import unmodelled
     from traceprobe.graph.replay import Plan, replay
     from traceprobe.graph.scenarios import parse, plan
 
@@ -190,8 +190,8 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
         for n, s, e in rows:
             cb, cp = _step(g, base, s, e, lb), _step(g, pred, s, e, lp)
             measured = (int(g.start[e]) - int(g.start[s])) / 1000
-            hb, gb = period(g, base, s, e)
-            hp, gp = period(g, pred, s, e)
+            hb, gb = _facts(g, base, s, e, lb)[:2]
+            hp, gp = _facts(g, pred, s, e, lp)[:2]
             why = unmodelled(cb, gb > hb)
             out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb,
                                   max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
@@ -223,7 +223,9 @@ def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
     shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
-    return summary(_step_pieces(g, rp, s, e, lists), lo, hi, shift)
+    pieces = _step_pieces(g, rp, s, e, lists)
+    lists.steps.pop((s, e), None)  # read for the last time (the window's path came first)
+    return summary(pieces, lo, hi, shift)
 
 
 def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
@@ -234,16 +236,35 @@ def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     runs), staying on the GPU, so that the path follows what bounds the step — unless that
     path is more idle than the host's (the GPU mostly waited, on what the graph does not
     see: then it did not bound the step)."""
+    got = lists.steps.get((s, e))
+    if got is None:
+        got = lists.steps[s, e] = _walk_step(g, rp, s, e, lists)
+    return got
+
+
+def _facts(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> tuple[int, int, int]:
+    """(host span, GPU span, the GPU op at the end marker) of a step, made for every step of
+    the graph (and this one) at once, on first use."""
+    from traceprobe.graph.period import gpu_end_nodes, periods
+
+    if lists.facts is None or (s, e) not in lists.facts:
+        rows = sorted({(int(a), int(b)) for _, a, b in g.steps} | {(s, e)})
+        ends = gpu_end_nodes(g, rp, [int(rp.start[b]) for _, b in rows], [b for _, b in rows])
+        lists.facts = {r: (h, gp, n) for r, (h, gp), n in zip(rows, periods(g, rp, rows), ends,
+                                                              strict=True)}
+    got: tuple[int, int, int] = lists.facts[s, e]
+    return got
+
+
+def _walk_step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
     from traceprobe.graph.path import merge, walk
-    from traceprobe.graph.period import gpu_end_node, period
 
     lo, hi = int(rp.start[s]), int(rp.start[e])
-    host, gpu = period(g, rp, s, e)
+    host, gpu, gpu_end = _facts(g, rp, s, e, lists)
     if gpu < GPU_NEAR * host:
         return walk(g, rp, e, hi, lo, lists)
     on_host = walk(g, rp, e, hi, lo, lists, merged=False)
-    on_gpu = walk(g, rp, gpu_end_node(g, rp, hi, e), hi, lo, lists, gpu_first=True,
-                  merged=False)
+    on_gpu = walk(g, rp, gpu_end, hi, lo, lists, gpu_first=True, merged=False)
     # a GPU that mostly waited (on what the graph does not see) does not bound the step
     return merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
 

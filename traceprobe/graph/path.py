@@ -93,6 +93,12 @@ class _Lists:
         prev[rp.succ[on]] = rp.pred[on]
         self.stream_prev = _view(prev)
         self.launcher = _view(g.launch)
+        # each step's path, by its markers, once walked: the window's path (its steps end to
+        # end) and each step's own read the same pieces
+        self.steps: dict[tuple[int, int], list[Walked]] = {}
+        # per step (markers): (host span, GPU span, the GPU op at its end marker), made for
+        # every step at once on first use (:mod:`.period`)
+        self.facts: dict[tuple[int, int], tuple[int, int, int]] | None = None
 
 
 def _view(a: np.ndarray) -> memoryview:

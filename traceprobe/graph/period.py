@@ -29,26 +29,62 @@ from traceprobe.graph.replay import Replay
 def period(g: Graph, rp: Replay, s: int, e: int) -> tuple[int, int]:
     """(host span, GPU span) in ns of the step with start marker ``s`` and end marker ``e``
     (node ids), on the replay ``rp``."""
-    host = int(rp.start[e]) - int(rp.start[s])
+    return periods(g, rp, [(s, e)])[0]
+
+
+def periods(g: Graph, rp: Replay, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """:func:`period` of every step ``(s, e)`` of ``rows`` at once: the GPU ops sorted by
+    their launch node once, each step's ops a range of them (one sort, where a step at a
+    time scanned every node: quadratic in the steps)."""
+    st, en = rp.start, rp.end
+    host = [int(st[e]) - int(st[s]) for s, e in rows]
     ops = np.flatnonzero(g.ntype == GPU)
-    if not len(ops):
-        return host, 0
+    if not len(ops) or not rows:
+        return [(h, 0) for h in host]
     lnode = g.launch[ops]  # -1: launched before the trace's calls (a warm-up's backlog)
-    mine = ops[(lnode > s) & (lnode < e)]  # launched between the markers (node order)
-    if not len(mine):
-        return host, 0
-    before = ops[lnode < s]
-    prev = max(int(rp.start[s]), int(rp.end[before].max()) if len(before) else 0)
-    return host, max(int(rp.end[mine].max()) - prev, 0)
+    order = np.argsort(lnode, kind="stable")
+    lsorted, ends = lnode[order], en[ops[order]].astype(np.int64)
+    upto = np.maximum.accumulate(ends)  # the latest end among the first k ops by launch node
+    s_arr = np.array([s for s, _ in rows], np.int64)
+    e_arr = np.array([e for _, e in rows], np.int64)
+    a = np.searchsorted(lsorted, s_arr, side="right")  # launched after the start marker
+    b = np.searchsorted(lsorted, e_arr, side="left")  # ... and before the end marker
+    before = np.searchsorted(lsorted, s_arr, side="left")  # launched before the start marker
+    out = []
+    for k, (s, _) in enumerate(rows):
+        ak, bk = int(a[k]), int(b[k])
+        if bk <= ak:
+            out.append((host[k], 0))
+            continue
+        latest = int(ends[ak:bk].max())
+        prev = max(int(st[s]), int(upto[before[k] - 1]) if before[k] else 0)
+        out.append((host[k], max(latest - prev, 0)))
+    return out
 
 
 def gpu_end_node(g: Graph, rp: Replay, hi: int, default: int) -> int:
     """The GPU op running at ``hi`` (started before it, ending last), else the one that ended
     last before it; ``default`` when no GPU op started before ``hi``."""
-    ops = np.flatnonzero((g.ntype == GPU) & (rp.start < hi))
+    return gpu_end_nodes(g, rp, [hi], [default])[0]
+
+
+def gpu_end_nodes(g: Graph, rp: Replay, his: list[int], defaults: list[int]) -> list[int]:
+    """:func:`gpu_end_node` at each of ``his`` at once (ties: the lowest node id, as
+    ``argmax`` over the ops in node order): the ops ranked by (end, node) once, the best rank
+    among those started before each time a running minimum."""
+    ops = np.flatnonzero(g.ntype == GPU)
     if not len(ops):
-        return default
-    return int(ops[np.argmax(rp.end[ops])])
+        return list(defaults)
+    ends = rp.end[ops].astype(np.int64)
+    rank = np.empty(len(ops), np.int64)
+    rank[np.lexsort((ops, -ends))] = np.arange(len(ops))  # 0: the latest end, lowest node
+    by_start = np.argsort(rp.start[ops], kind="stable")
+    best = np.minimum.accumulate(rank[by_start])  # the best rank among the first k started
+    node_of_rank = np.empty(len(ops), np.int64)
+    node_of_rank[rank] = ops
+    k = np.searchsorted(rp.start[ops][by_start], np.asarray(his, np.int64), side="left")
+    return [int(node_of_rank[best[j - 1]]) if j else d
+            for j, d in zip(k.tolist(), defaults, strict=True)]
 
 
 UNMODELLED_SHARE = 0.2  # collective time on a step's path beyond this: the model does not hold

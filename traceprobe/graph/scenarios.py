@@ -417,6 +417,8 @@ def _loader_in_gaps(g: Graph) -> np.ndarray:
     out = np.zeros(len(g), np.int64)
     host = np.flatnonzero(g.ntype != GPU)
     for ln, acc in g.accounts.items():
+        if ln < 0:  # the process's: on no lane
+            continue
         on = host[g.lane[host] == ln]
         if len(on):
             out[on] = acc.time_in("dataloader", g.start[on] - g.gap[on], g.start[on])
@@ -442,8 +444,8 @@ def dataloader(g: Graph, p: Plan, n: int | None, w: int | None) -> None:
         p.notes.append(f"dataloader: {dl.sum() / 1e6:.3g} ms of DataLoader time removed")
         return
     step = _step_of(g)
-    multi = any("MultiProcessing" in str(v) for a in g.accounts.values()
-                for v in set(a.name[a.cls == "dataloader"].tolist()))
+    multi = any("MultiProcessing" in str(v) for ln, a in g.accounts.items() if ln >= 0
+                for v in set(a.name[a.cls == "dataloader"].tolist()))  # threads' accounts
     workers = w if w is not None else (1 if multi else 0)
     for k, (_, s, e) in enumerate(g.steps):
         mine = step == k

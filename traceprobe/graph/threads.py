@@ -32,7 +32,7 @@ import pandas as pd
 from traceprobe.graph.model import GPU, HOST, Graph
 from traceprobe.intervals import sorted_unique
 from traceprobe.metrics.host import host_process
-from traceprobe.metrics.regions import account, host_events
+from traceprobe.metrics.regions import RangedAccount, account, host_events
 
 
 def handoffs(g: Graph) -> None:
@@ -94,20 +94,19 @@ PROCESS = -1  # g.accounts' key of the trace process's whole account
 
 def accounts(g: Graph, cpu: pd.DataFrame) -> None:
     """``g.accounts``: the host account of each host lane over the trace's span, and under
-    :data:`PROCESS` that of the trace's process, its threads as one."""
+    :data:`PROCESS` that of the trace's process, its threads as one (a
+    :class:`~traceprobe.metrics.regions.RangedAccount`: only its pieces are read)."""
     pids = {lane[1] for lane in g.lanes if lane[0] == "host"}
     main = host_process(cpu)
-    if main is not None:
-        whole = account(host_events(cpu, main), g.origin, max(g.span_end, g.origin), whole=True)
-        if whole:
-            g.accounts[PROCESS] = whole[-1]
+    events = {pid: host_events(cpu, pid) for pid in pids | ({main} if main is not None else set())}
+    if main is not None and len(events[main].start):  # read for a few intervals: made so
+        g.accounts[PROCESS] = RangedAccount(events[main])
     for li, lane in enumerate(g.lanes):
         if lane[0] == "host":
             on = (cpu["pid"].to_numpy() == lane[1]) & (cpu["tid"].to_numpy() == lane[2])
             g.event_starts[li] = np.sort(cpu["start"].to_numpy(np.int64)[on])
     for pid in sorted(pids):
-        ev = host_events(cpu, pid)
-        acc = account(ev, g.origin, max(g.span_end, g.origin))
+        acc = account(events[pid], g.origin, max(g.span_end, g.origin))
         for li, lane in enumerate(g.lanes):
             if lane[0] == "host" and lane[1] == pid and lane[2] in acc:
                 g.accounts[li] = acc[lane[2]]

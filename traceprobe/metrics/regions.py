@@ -257,6 +257,25 @@ class Account:
         return out
 
 
+@dataclass(frozen=True)
+class RangedAccount:
+    """The whole process's account (:func:`account` with ``whole``), made only for the
+    intervals asked, each from the events that overlap it: the same :meth:`Account.pieces`
+    (an instant's owner depends only on the events covering it, a segment's bounds only on
+    the events inside), without making the account of the whole trace when a caller needs
+    a few of its intervals (the critical path: its long GPU waits)."""
+
+    ev: HostEvents
+
+    def pieces(self, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
+        if hi <= lo:
+            return []
+        on = np.flatnonzero((self.ev.start < hi) & (self.ev.end > lo))
+        sub = HostEvents(self.ev.name[on], self.ev.cls[on], self.ev.start[on], self.ev.end[on])
+        acc = account(sub, lo, hi, whole=True).get(-1)
+        return acc.pieces(lo, hi) if acc is not None else [(lo, hi, "python", UNTRACED)]
+
+
 def account(ev: HostEvents, lo: int, hi: int, whole: bool = False) -> dict[int, Account]:
     """Per thread of ``ev`` (one window): its account over ``[lo, hi)`` (module docstring),
     with the path's refinement of rule 1: a plain ``region`` reports the class of what runs
