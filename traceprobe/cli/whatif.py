@@ -25,19 +25,28 @@ WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it 
 @click.option("-s", "--scenario", "scenarios", multiple=True, metavar="S",
               help="A change to replay; repeat to compose (in order). One of: "
                    "copies-on-side-stream, no-host-sync, comm-overlap, no-launch-overhead, "
-                   "kernels:REGEX=F, spread:REGEX=N, precision:tf32, precision:bf16, "
-                   "roof:REGEX=S.")
+                   "cuda-graph, dataloader, dataloader:workers=N, no-profiler, "
+                   "no-profiler:NS, kernels:REGEX=F, spread:REGEX=N, precision:tf32, "
+                   "precision:bf16, roof:REGEX=S.")
+@click.option("--keep-profiler", is_flag=True,
+              help="Keep the profiler's own host cost in the prediction (by default the "
+                   "no-profiler scenario, estimated from the trace, comes first: the "
+                   "prediction is for the loop run unprofiled).")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
 @click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",
               metavar="steps|profiler|events", help=WINDOW_HELP)
 @output_options(FORMATS, what="the prediction")
-def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: str | None,
-           output_path: str, force: bool) -> None:
+def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: str, window: str,
+           fmt: str | None, output_path: str, force: bool) -> None:
     """Predict each step's time if the trace's program changed: replay its dependency
     graph with the measured durations, under the scenarios given.
 
-    With no --scenario it replays the trace unchanged (which reproduces it) and shows the
+    The prediction is for the loop run without the profiler: the scenario no-profiler
+    comes first and removes the profiler's own host cost per recorded CPU event, estimated
+    from the trace (the notes say how much); --keep-profiler keeps it (to compare with
+    another profiled trace), as does giving no-profiler:NS yourself. With no --scenario and
+    --keep-profiler it replays the trace unchanged (which reproduces it) and shows the
     critical path. The JSON is schema traceprobe.whatif/1 (docs/WHATIF.md).
 
     \b
@@ -45,6 +54,7 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: 
         traceprobe whatif seq.pt.trace.json.gz --scenario no-host-sync
         traceprobe whatif t.json.gz -s copies-on-side-stream -s 'kernels:gemm=2' --step 3
         traceprobe whatif t.json.gz -s 'spread:elementwise=2' -o whatif.json
+        traceprobe whatif t.json.gz --keep-profiler   # the profiled step, replayed
 
     \b
     Exit codes:
@@ -55,7 +65,7 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: 
     """
     from traceprobe.cli.notices import input_lines, notices
     from traceprobe.graph import whatif as run_whatif
-    from traceprobe.graph.scenarios import parse
+    from traceprobe.graph.scenarios import PROFILER, parse, unprofiled
     from traceprobe.load import pipeline as loader
     from traceprobe.render.whatif import render
 
@@ -72,8 +82,12 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: 
     tl = loader.load(found[0])
     notices([tl])
     which: str | None = None if step == "all" and window != "steps" else step
-    result = run_whatif(tl, list(scenarios), step=which).to_dict()
-    result["notes"] = [*input_lines(tl), *(result.get("notes") or [])]
+    chosen = unprofiled(scenarios, keep_profiler)
+    result = run_whatif(tl, chosen, step=which).to_dict()
+    default = [f"{PROFILER} applied by default: a prediction for the loop run unprofiled "
+               "(--keep-profiler keeps the profiler's cost)"] if len(chosen) > len(scenarios) \
+        else []
+    result["notes"] = [*input_lines(tl), *default, *(result.get("notes") or [])]
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     else:
