@@ -562,15 +562,19 @@ SCHEMA = """
                                 "breakdown": {"kernel": 0.0, "...": 0.0},
                                 "segments": [{"start_us": 0.0, "end_us": 0.0,
                                               "kind": "kernel", "name": "..."}]},
-              "measured_critical_path": {"...": "the same, of the unchanged replay"}}],
- "scenarios": ["no-profiler", "no-host-sync"],
- "notes": ["no-profiler applied by default: ...",
+              "measured_critical_path": {"...": "the same, of the base replay"}}],
+ "scenarios": ["no-host-sync"], "baseline": ["no-profiler"],
+ "notes": ["no-profiler applied to both sides by default: ...",
            "no-profiler: 812 recorded CPU events at 2872 ns each, estimated from the trace: ...",
            "no-host-sync: dropped 1 of 4 host waits"]}
 ```
 
-`scenarios` are those replayed, in order: `traceprobe whatif` puts `no-profiler` first unless
-`--keep-profiler` is given or a `no-profiler` scenario is, and says so in `notes`.
+`scenarios` are the change, replayed in order; `baseline` the scenarios applied to *both*
+sides, the base replay and the prediction: `traceprobe whatif` puts `no-profiler` there unless
+`--keep-profiler` is given or a `no-profiler` scenario is part of the change, and says so in
+`notes`. So `period_us` is the base replay's period (with the default, the step as if run
+unprofiled) and `speedup` the change's alone, not the profiler's cost it removes as well
+(with `baseline` empty the base is the unchanged replay, which reproduces the trace).
 
 `windows` has one object per `ProfilerStep#N` (or one with `"step": null` for a trace without
 steps, or with `--step N` one). `period_us` / `predicted_period_us`: the step's period, the
@@ -578,8 +582,8 @@ longer of its host span and the GPU work it launched (docs/FIGURES.md); `speedup
 ratio, null where `model_holds` is false (`why_not` says why: a step whose path is mostly
 collectives, which wait for the other ranks a one-rank replay does not see).
 `critical_path` is the *predicted* replay's path, on the trace's clock from the step's
-measured start; `measured_critical_path` the unchanged replay's (equal to the one
-`traceprobe analyze` reports).
+measured start; `measured_critical_path` the base replay's (with no baseline the unchanged
+replay's, equal to the one `traceprobe analyze` reports).
 
 ## Scenarios (from `traceprobe/graph/scenarios.py`)
 

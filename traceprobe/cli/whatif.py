@@ -30,8 +30,8 @@ WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it 
                    "precision:bf16, roof:REGEX=S.")
 @click.option("--keep-profiler", is_flag=True,
               help="Keep the profiler's own host cost in the prediction (by default the "
-                   "no-profiler scenario, estimated from the trace, comes first: the "
-                   "prediction is for the loop run unprofiled).")
+                   "no-profiler scenario, estimated from the trace, is applied to both the "
+                   "measured and the predicted step: both as if run unprofiled).")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
 @click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",
@@ -43,11 +43,13 @@ def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: st
     graph with the measured durations, under the scenarios given.
 
     The prediction is for the loop run without the profiler: the scenario no-profiler
-    comes first and removes the profiler's own host cost per recorded CPU event, estimated
-    from the trace (the notes say how much); --keep-profiler keeps it (to compare with
-    another profiled trace), as does giving no-profiler:NS yourself. With no --scenario and
-    --keep-profiler it replays the trace unchanged (which reproduces it) and shows the
-    critical path. The JSON is schema traceprobe.whatif/1 (docs/WHATIF.md).
+    removes the profiler's own host cost per recorded CPU event, estimated from the trace
+    (the notes say how much), from both sides, the measured step and the changed one, so the
+    speedup is the change's alone; --keep-profiler keeps it (to compare with another
+    profiled trace), as does giving no-profiler or no-profiler:NS yourself (the change).
+    With no --scenario and --keep-profiler it replays the trace unchanged (which
+    reproduces it) and shows the critical path. The JSON is schema traceprobe.whatif/1
+    (docs/WHATIF.md).
 
     \b
     Example:
@@ -82,11 +84,12 @@ def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: st
     tl = loader.load(found[0])
     notices([tl])
     which: str | None = None if step == "all" and window != "steps" else step
-    chosen = unprofiled(scenarios, keep_profiler)
-    result = run_whatif(tl, chosen, step=which).to_dict()
-    default = [f"{PROFILER} applied by default: a prediction for the loop run unprofiled "
-               "(--keep-profiler keeps the profiler's cost)"] if len(chosen) > len(scenarios) \
-        else []
+    base = unprofiled([], keep_profiler) if unprofiled(scenarios, keep_profiler) != list(
+        scenarios) else []  # no-profiler on both sides, unless kept or asked for as the change
+    result = run_whatif(tl, list(scenarios), step=which, baseline=base).to_dict()
+    default = [f"{PROFILER} applied to both sides by default: the measured and the predicted "
+               "step as if run unprofiled, the speedup the change's alone (--keep-profiler "
+               "keeps the profiler's cost)"] if base else []
     result["notes"] = [*input_lines(tl), *default, *(result.get("notes") or [])]
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

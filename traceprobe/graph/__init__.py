@@ -58,6 +58,7 @@ class WhatIf:
     scenarios: tuple[str, ...]
     windows: tuple[StepResult, ...]
     notes: tuple[str, ...] = field(default=())
+    baseline: tuple[str, ...] = field(default=())  # applied to both sides (:func:`whatif`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +81,7 @@ class WhatIf:
                 for w in self.windows
             ],
             "scenarios": list(self.scenarios),
+            "baseline": list(self.baseline),
             "notes": list(self.notes),
         }
 
@@ -146,11 +148,14 @@ def whole_path(tl: Timeline) -> list[tuple[int, int, str, str]]:
     return [(s, e, k, n) for s, e, k, n, _ in walk(g, rp, i, hi, g.origin)]
 
 
-def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all") -> WhatIf:
+def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all",
+           baseline: Sequence[str] = ()) -> WhatIf:
     """Replay ``tl`` unchanged and under ``scenarios`` (composed in order).
 
     ``step``: ``"all"`` (every ProfilerStep; the whole trace when it has none), N, or None
-    (the whole trace).
+    (the whole trace). ``baseline``: scenarios applied to both sides, the base replay and
+    the prediction (``["no-profiler"]``: both as if run unprofiled, so that the speedup is
+    the change's alone); the base is then that replay, not the unchanged one.
     """
     from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
@@ -159,12 +164,13 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     from traceprobe.graph.scenarios import parse, plan
 
     parsed = [parse(s, tl) for s in scenarios]
+    under = [parse(s, tl) for s in baseline]
     g = build(tl)
     if not len(g):
         raise UsageError(f"{tl.source}: no runtime calls or GPU activity to replay")
     try:
-        base = replay(g, Plan.of(g))
-        p = plan(g, parsed)
+        base = replay(g, plan(g, under) if under else Plan.of(g))
+        p = plan(g, under + parsed)
         pred = replay(g, p)
     except GraphCycle as err:  # an inferred dependency contradicts the others
         raise TraceError(tl.source, f"cannot replay it: {err}",
@@ -197,7 +203,8 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
             out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb,
                                   max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
                                   not why, why, hb / 1000, gb / 1000))
-    return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
+    return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes),
+                  tuple(s.text for s in under))
 
 
 def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None:

@@ -49,9 +49,9 @@ the order given.
     charged to the gap between calls in which it starts (never below 0), with NS estimated
     from the trace itself (:mod:`traceprobe.graph.overhead`: the median parent-start to
     child-start interval plus the median child-end to parent-end interval of its threads).
-    ``traceprobe whatif`` applies it first by default (``--keep-profiler`` keeps the
-    profiled host's time); docs/WHATIF.md checks the unchanged replay under it against
-    every real loop's unprofiled ms/step.
+    ``traceprobe whatif`` applies it to both sides by default, base and prediction
+    (``--keep-profiler`` keeps the profiled host's time); docs/WHATIF.md checks the
+    unchanged replay under it against every real loop's unprofiled ms/step.
 ``no-profiler:NS``
     The same with NS given: e.g. measured on a loop of one's own as (profiled step −
     unprofiled step) / CPU events per step, on a loop the host bounds.
