@@ -19,7 +19,7 @@ def _run(*args: str):
 
 def test_json_schema_and_prediction(tmp_path):
     out = tmp_path / "w.json"
-    r = _run(str(SEQ), "-s", "no-host-sync", "-o", str(out))
+    r = _run(str(SEQ), "-s", "no-host-sync", "--keep-profiler", "-o", str(out))
     assert r.exit_code == 0, r.output
     d = json.loads(out.read_text())
     assert d["schema"] == "traceprobe.whatif/1"
@@ -39,11 +39,42 @@ def test_json_schema_and_prediction(tmp_path):
 
 
 def test_text_and_markdown():
-    r = _run(str(SEQ), "-s", "no-host-sync")
+    r = _run(str(SEQ), "-s", "no-host-sync", "--keep-profiler")
     assert r.exit_code == 0
     assert "no-host-sync would save" in r.output and "bound by GPU" in r.output
-    m = _run(str(SEQ), "--format", "markdown")
+    m = _run(str(SEQ), "--format", "markdown", "--keep-profiler")
     assert m.exit_code == 0 and m.output.startswith("# what if: no change")
+
+
+def test_the_default_predicts_the_unprofiled_loop(tmp_path):
+    """GIVEN no --keep-profiler THEN no-profiler (estimated) comes first and a note says so;
+    the prediction is the library's under the same scenarios; a no-profiler:NS of one's own
+    replaces the default; --keep-profiler keeps the profiled host."""
+    from traceprobe.graph import whatif
+    from traceprobe.load import load
+
+    out = tmp_path / "w.json"
+    assert _run(str(SEQ), "-s", "no-host-sync", "-o", str(out)).exit_code == 0
+    d = json.loads(out.read_text())
+    assert d["scenarios"] == ["no-host-sync"] and d["baseline"] == ["no-profiler"]
+    assert any(n.startswith("no-profiler applied to both sides by default") for n in d["notes"])
+    assert any("estimated from the trace" in n for n in d["notes"])
+    lib = whatif(load(SEQ), ["no-profiler", "no-host-sync"])
+    assert d["windows"][0]["predicted_us"] == lib.windows[0].predicted_us
+    # the base is the profiler-free replay too: the speedup is the change's alone
+    null = whatif(load(SEQ), ["no-profiler"])
+    w = d["windows"][0]
+    assert w["period_us"] == null.windows[0].predicted_period_us
+    assert w["speedup"] == null.windows[0].predicted_period_us / w["predicted_period_us"]
+    assert w["period_us"] < lib.windows[0].period_us  # the profiled period is not the base
+    own = tmp_path / "own.json"
+    assert _run(str(SEQ), "-s", "no-profiler:100", "-o", str(own)).exit_code == 0
+    d = json.loads(own.read_text())
+    assert d["scenarios"] == ["no-profiler:100"] and d["baseline"] == []
+    assert not any("by default" in n for n in d["notes"])
+    r = _run(str(SEQ), "--keep-profiler", "-f", "json")
+    assert json.loads(r.output)["scenarios"] == [] and json.loads(r.output)["baseline"] == []
+    assert "--keep-profiler" in _run("--help").output
 
 
 def test_usage_errors():

@@ -52,35 +52,44 @@ def _raw_kernel_ms_per_step(path: Path, rx: str) -> float:
     return total / steps / 1000
 
 
-def _rows() -> list[list[str]]:
+def _section(title: str) -> str:
     text = (REPO / "docs" / "WHATIF.md").read_text()
-    part = text.split("## Real training loops", 1)[1].split("\n## ", 1)[0]
-    return [[c.strip() for c in line.split("|")[1:-1]] for line in part.splitlines()
+    return text.split(title, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+
+
+def _rows(title: str = "## Real training loops") -> list[list[str]]:
+    return [[c.strip() for c in line.split("|")[1:-1]] for line in _section(title).splitlines()
             if line.startswith("| `")]
+
+
+def _ms(cell: str) -> float:
+    assert cell.endswith(" ms"), cell
+    return float(cell.split()[0])
+
+
+def _pct(cell: str) -> float:
+    assert cell.endswith("%"), cell
+    return float(cell[:-1])
+
+
+def _error_holds(pred: float, meas: float, err: float) -> None:
+    slack = 100 * (0.005 / meas + 0.005 * pred / meas**2) + 0.06  # cells rounded to 0.01 ms
+    assert abs(err - (pred - meas) / meas * 100) < slack
+
+
+def _median_period(res) -> float:  # type: ignore[no-untyped-def]
+    return statistics.median(w.predicted_period_us for w in res.windows) / 1000
 
 
 def test_the_table_has_every_pair_and_its_numbers_hold() -> None:
     mod = _table_module()
     rows = _rows()
     assert len(rows) == len(mod.REAL_PAIRS)
-    # NS of no-profiler:NS, from the calibration loops' raw traces: CPU events per step
-    text = (REPO / "docs" / "WHATIF.md").read_text()
-    ns = int(re.search(r"`no-profiler:(\d+)`, the last two columns", text).group(1))
-    implied = []
-    for v in mod.CALIBRATION:
-        doc = json.loads(gzip.decompress(_trace(v).read_bytes()))["traceEvents"]
-        cpu = sum(1 for e in doc if e.get("ph") == "X" and e.get("cat") in
-                  ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation"))
-        steps = sum(1 for e in doc if e.get("ph") == "X" and e.get("cat") == "user_annotation"
-                    and str(e.get("name", "")).startswith("ProfilerStep#"))
-        period = statistics.median(w.period_us for w in whatif(load(_trace(v)), []).windows)
-        implied.append((period / 1000 - _timing(v)) * 1e6 / (cpu / steps))
-    assert ns == pytest.approx(statistics.fmean(implied), rel=0.02)
     for cells, pair in zip(rows, mod.REAL_PAIRS, strict=True):
-        slow, scen, fast, slow_ms, _, pred, meas, err = cells[:8]
+        slow, scen, fast, slow_ms, period, pred, meas, err, speed, mspeed = cells[:10]
         assert (slow, fast) == (f"`{pair.slow}`", f"`{pair.fast}`")
-        assert float(slow_ms.split()[0]) == pytest.approx(_timing(pair.slow), abs=0.006)
-        assert float(meas.split()[0]) == pytest.approx(_timing(pair.fast), abs=0.006)
+        assert _ms(slow_ms) == pytest.approx(_timing(pair.slow), abs=0.006)
+        assert _ms(meas) == pytest.approx(_timing(pair.fast), abs=0.006)
         scenario = scen.strip("`")
         if pair.kernels:  # F: the matching kernels' time per step, slow over fast
             f = _raw_kernel_ms_per_step(_trace(pair.slow), pair.kernels) / \
@@ -89,27 +98,162 @@ def test_the_table_has_every_pair_and_its_numbers_hold() -> None:
             assert shown == pytest.approx(f, rel=0.006)
             scenario = f"kernels:{pair.kernels}={shown:g}"
         tl = load(_trace(pair.slow))
-        res = whatif(tl, [scenario], step="all")
-        predicted = statistics.median(w.predicted_period_us for w in res.windows) / 1000
-        assert float(pred.split()[0]) == pytest.approx(predicted, abs=0.006)
-        quiet = whatif(tl, [scenario, f"no-profiler:{ns}"], step="all")
-        assert float(cells[12].split()[0]) == pytest.approx(
-            statistics.median(w.predicted_period_us for w in quiet.windows) / 1000, abs=0.006)
-        p, m = float(pred.split()[0]), float(meas.split()[0])
-        slack = 100 * (0.005 / m + 0.005 * p / m**2) + 0.06  # the cells are rounded to 0.01 ms
-        assert abs(float(err[:-1]) - (p - m) / m * 100) < slack
+        # the main column: what `traceprobe whatif` predicts by default (profiler removed)
+        main = whatif(tl, ["no-profiler", scenario], step="all")
+        assert _ms(pred) == pytest.approx(_median_period(main), abs=0.006)
+        assert _ms(period) == pytest.approx(
+            statistics.median(w.period_us for w in main.windows) / 1000, abs=0.006)
+        null = _median_period(whatif(tl, ["no-profiler"], step="all"))
+        assert float(speed[:-1]) == pytest.approx(null / _ms(pred), rel=0.01)
+        assert float(mspeed[:-1]) == pytest.approx(_timing(pair.slow) / _timing(pair.fast),
+                                                   abs=0.006)
+        # the comparison column: the profiler's cost kept (--keep-profiler)
+        kept = _median_period(whatif(tl, [scenario], step="all"))
+        assert _ms(cells[12]) == pytest.approx(kept, abs=0.006)
+        _error_holds(_ms(pred), _ms(meas), _pct(err))
+        _error_holds(_ms(cells[12]), _ms(meas), _pct(cells[13]))
+
+
+def _raw_cpu_by_thread(path: Path) -> dict[tuple[object, object], list[tuple[int, int]]]:
+    """The trace's CPU events wholly inside its ProfilerSteps, (start, end) ns per thread,
+    from the raw JSON (no traceprobe loader)."""
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    cpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in
+           ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation")]
+    steps = [e for e in cpu if e["cat"] == "user_annotation"
+             and str(e["name"]).startswith("ProfilerStep#")]
+    lo = min(round(float(e["ts"]) * 1000) for e in steps)
+    hi = max(round((float(e["ts"]) + float(e["dur"])) * 1000) for e in steps)
+    out: dict[tuple[object, object], list[tuple[int, int]]] = {}
+    for e in cpu:
+        s = round(float(e["ts"]) * 1000)
+        t = round((float(e["ts"]) + float(e["dur"])) * 1000)
+        if lo <= s and t <= hi:
+            out.setdefault((e["pid"], e["tid"]), []).append((s, t))
+    return out
+
+
+def _slow_profiler_cost(path: Path) -> float:
+    """docs/FIGURES.md's estimate by a plain sweep: every thread's boundaries in time order
+    (an end before a start at equal times), the intervals between two starts and between two
+    ends, their medians summed."""
+    ss: list[int] = []
+    ee: list[int] = []
+    for evs in _raw_cpu_by_thread(path).values():
+        marks = sorted([(s, 1) for s, _ in evs] + [(t, 0) for _, t in evs])
+        for (t0, k0), (t1, k1) in zip(marks, marks[1:], strict=False):
+            if k0 == k1 == 1:
+                ss.append(t1 - t0)
+            elif k0 == k1 == 0:
+                ee.append(t1 - t0)
+    return statistics.median(ss) + statistics.median(ee) if min(len(ss), len(ee)) >= 20 else 0
+
+
+def test_the_null_table_has_every_variant_and_its_numbers_hold() -> None:
+    """The profiler's estimated cost, checked on every real loop: each variant's own trace
+    replayed unchanged under no-profiler against its own unprofiled ms/step."""
+    rows = _rows("### The profiler's own cost, checked on every loop")
+    timed = sorted(d.name for d in REAL.iterdir() if (d / "timing.json").is_file()
+                   and json.loads((d / "timing.json").read_text())["ms_per_step_median"])
+    assert [c[0].strip("`") for c in rows] == timed and len(timed) >= 11
+    for v, meas, period, err_kept, ns, pred, err in rows:
+        v = v.strip("`")
+        assert _ms(meas) == pytest.approx(_timing(v), abs=0.006)
+        assert float(ns.split()[0]) == pytest.approx(_slow_profiler_cost(_trace(v)), abs=1.5)
+        tl = load(_trace(v))
+        res = whatif(tl, [f"no-profiler:{float(ns.split()[0]):g}"], step="all")
+        assert _ms(pred) == pytest.approx(_median_period(res), abs=0.01)
+        assert _ms(period) == pytest.approx(
+            statistics.median(w.period_us for w in res.windows) / 1000, abs=0.006)
+        _error_holds(_ms(pred), _ms(meas), _pct(err))
+        _error_holds(_ms(period), _ms(meas), _pct(err_kept))
+    summary = _section("### The profiler's own cost, checked on every loop")
+    errs = [abs(_pct(c[6])) for c in rows]
+    assert (f"Profiler removed: {sum(e <= 20 for e in errs)} of {len(rows)} variants within "
+            f"20%, median |error| {statistics.median(errs):.1f}%") in summary
+    kept = [abs(_pct(c[3])) for c in rows]
+    assert statistics.median(errs) < statistics.median(kept)  # why the default removes it
+    assert (f"median error is {statistics.median(errs):.1f}% against "
+            f"{statistics.median(kept):.1f}% kept") in summary
+
+
+def test_the_loader_stages_the_workers_do_not_divide() -> None:
+    """The per-batch DataLoader work N workers do not divide, as the table's note gives it:
+    in mnist-workers1, the pin-memory thread's last event (the thread without launches,
+    not the main one) to the main thread's `__next__` end; in mnist-workers8, the main
+    thread's `__next__` (its batches were ready). From the raw JSON."""
+    def raw(v: str) -> list[dict]:
+        return [e for e in json.loads(gzip.decompress(_trace(v).read_bytes()))["traceEvents"]
+                if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "cuda_runtime",
+                                                           "cuda_driver", "user_annotation")]
+    ev = raw("mnist-workers1")
+    nxt = [e for e in ev if "DataLoader" in e["name"] and e["name"].endswith("__next__")]
+    main = {e["tid"] for e in nxt}
+    launching = {e["tid"] for e in ev if "LaunchKernel" in e["name"]}
+    other = [e for e in ev if e["tid"] not in main | launching]
+    waits = []
+    for n in nxt:
+        end = n["ts"] + n["dur"]
+        inside = [o["ts"] + o["dur"] for o in other if o["ts"] >= n["ts"]
+                  and o["ts"] + o["dur"] <= end]
+        if inside:
+            waits.append((end - max(inside)) / 1000)
+    n8 = [e["dur"] / 1000 for e in raw("mnist-workers8") if "DataLoader" in e["name"]
+          and e["name"].endswith("__next__")]
+    text = _section("## Real training loops")
+    m = re.search(r"main thread's receipt of the batch, ([\d.]+) ms.*?`__next__` when the "
+                  r"batch is ready, ([\d.]+) ms", text)
+    assert m, "the DataLoader note is missing"
+    assert float(m.group(1)) == pytest.approx(statistics.median(waits), abs=0.006)
+    assert float(m.group(2)) == pytest.approx(statistics.median(n8), abs=0.0006)
+    # both far below what the mnist row misses by (predicted vs measured)
+    row = next(c for c in _rows() if c[0] == "`mnist-workers1`")
+    assert float(m.group(1)) < 0.2 * (_ms(row[6]) - _ms(row[5]))
+
+
+def test_the_resnet_notes_count_the_launches_from_the_traces() -> None:
+    """The cuDNN caveat's kernels and runtime calls per step, from the raw JSON: kernels
+    whose launch call lies inside the steps' window, over the number of steps."""
+    for cells in _rows():
+        if not cells[0].startswith("`resnet"):
+            continue
+        m = re.search(r"launched (\d+) kernels per step against fp32's (\d+), with (\d+) "
+                      r"runtime calls against (\d+)", cells[11])
+        assert m, cells[11]
+        for v, k, r in ((cells[2], m.group(1), m.group(3)), (cells[0], m.group(2), m.group(4))):
+            path = _trace(v.strip("`"))
+            events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+            n = sum(1 for e in events if e.get("cat") == "user_annotation"
+                    and str(e.get("name", "")).startswith("ProfilerStep#"))
+            inside = _raw_calls(path)
+            calls = set(inside)
+            kernels = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"
+                          and e.get("args", {}).get("correlation") in calls)
+            assert (int(k), int(r)) == (round(kernels / n), round(len(inside) / n))
+
+
+def _raw_calls(path: Path) -> list[int]:
+    """Correlation ids of the runtime and driver calls wholly inside the steps' window."""
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    steps = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+             and str(e.get("name", "")).startswith("ProfilerStep#")]
+    lo = min(float(e["ts"]) for e in steps)
+    hi = max(float(e["ts"]) + float(e["dur"]) for e in steps)
+    return [e["args"].get("correlation") for e in events if e.get("ph") == "X"
+            and e.get("cat") in ("cuda_runtime", "cuda_driver") and float(e["ts"]) >= lo
+            and float(e["ts"]) + float(e["dur"]) <= hi]
 
 
 # the rows that meet the 20% goal today: a regression in the model shows here
-WITHIN = {("mnist-workers1", "dataloader", "mnist-workers8"),
-          ("transformer-fp32", "kernels", "transformer-tf32"),
+WITHIN = {("transformer-fp32", "kernels", "transformer-tf32"),
           ("transformer-fp32", "precision", "transformer-tf32"),
           ("transformer-tf32-item", "no-host-sync", "transformer-tf32"),
           ("mlp-eager", "cuda-graph", "mlp-graph")}
+# (resnet-tf32 is within 20% too, by no merit of the model: the real loop changed its kernels)
 
 
 def test_predictions_within_twenty_percent_of_the_unprofiled_runs() -> None:
-    rows = {(c[0].strip("`"), c[1].strip("`").split(":")[0], c[2].strip("`")): float(c[7][:-1])
+    rows = {(c[0].strip("`"), c[1].strip("`").split(":")[0], c[2].strip("`")): _pct(c[7])
             for c in _rows()}
     for key in WITHIN:
         assert abs(rows[key]) <= 20, (key, rows[key])

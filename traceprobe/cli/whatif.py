@@ -25,26 +25,38 @@ WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it 
 @click.option("-s", "--scenario", "scenarios", multiple=True, metavar="S",
               help="A change to replay; repeat to compose (in order). One of: "
                    "copies-on-side-stream, no-host-sync, comm-overlap, no-launch-overhead, "
-                   "kernels:REGEX=F, spread:REGEX=N, precision:tf32, precision:bf16, "
-                   "roof:REGEX=S.")
+                   "cuda-graph, dataloader, dataloader:workers=N, no-profiler, "
+                   "no-profiler:NS, kernels:REGEX=F, spread:REGEX=N, precision:tf32, "
+                   "precision:bf16, roof:REGEX=S.")
+@click.option("--keep-profiler", is_flag=True,
+              help="Keep the profiler's own host cost in the prediction (by default the "
+                   "no-profiler scenario, estimated from the trace, is applied to both the "
+                   "measured and the predicted step: both as if run unprofiled).")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
 @click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",
               metavar="steps|profiler|events", help=WINDOW_HELP)
 @output_options(FORMATS, what="the prediction")
-def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: str | None,
-           output_path: str, force: bool) -> None:
+def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: str, window: str,
+           fmt: str | None, output_path: str, force: bool) -> None:
     """Predict each step's time if the trace's program changed: replay its dependency
     graph with the measured durations, under the scenarios given.
 
-    With no --scenario it replays the trace unchanged (which reproduces it) and shows the
-    critical path. The JSON is schema traceprobe.whatif/1 (docs/WHATIF.md).
+    The prediction is for the loop run without the profiler: the scenario no-profiler
+    removes the profiler's own host cost per recorded CPU event, estimated from the trace
+    (the notes say how much), from both sides, the measured step and the changed one, so the
+    speedup is the change's alone; --keep-profiler keeps it (to compare with another
+    profiled trace), as does giving no-profiler or no-profiler:NS yourself (the change).
+    With no --scenario and --keep-profiler it replays the trace unchanged (which
+    reproduces it) and shows the critical path. The JSON is schema traceprobe.whatif/1
+    (docs/WHATIF.md).
 
     \b
     Example:
         traceprobe whatif seq.pt.trace.json.gz --scenario no-host-sync
         traceprobe whatif t.json.gz -s copies-on-side-stream -s 'kernels:gemm=2' --step 3
         traceprobe whatif t.json.gz -s 'spread:elementwise=2' -o whatif.json
+        traceprobe whatif t.json.gz --keep-profiler   # the profiled step, replayed
 
     \b
     Exit codes:
@@ -55,7 +67,7 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: 
     """
     from traceprobe.cli.notices import input_lines, notices
     from traceprobe.graph import whatif as run_whatif
-    from traceprobe.graph.scenarios import parse
+    from traceprobe.graph.scenarios import PROFILER, parse, unprofiled
     from traceprobe.load import pipeline as loader
     from traceprobe.render.whatif import render
 
@@ -72,8 +84,13 @@ def whatif(trace: str, scenarios: tuple[str, ...], step: str, window: str, fmt: 
     tl = loader.load(found[0])
     notices([tl])
     which: str | None = None if step == "all" and window != "steps" else step
-    result = run_whatif(tl, list(scenarios), step=which).to_dict()
-    result["notes"] = [*input_lines(tl), *(result.get("notes") or [])]
+    base = unprofiled([], keep_profiler) if unprofiled(scenarios, keep_profiler) != list(
+        scenarios) else []  # no-profiler on both sides, unless kept or asked for as the change
+    result = run_whatif(tl, list(scenarios), step=which, baseline=base).to_dict()
+    default = [f"{PROFILER} applied to both sides by default: the measured and the predicted "
+               "step as if run unprofiled, the speedup the change's alone (--keep-profiler "
+               "keeps the profiler's cost)"] if base else []
+    result["notes"] = [*input_lines(tl), *default, *(result.get("notes") or [])]
     if fmt == "json":
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     else:

@@ -58,6 +58,7 @@ class WhatIf:
     scenarios: tuple[str, ...]
     windows: tuple[StepResult, ...]
     notes: tuple[str, ...] = field(default=())
+    baseline: tuple[str, ...] = field(default=())  # applied to both sides (:func:`whatif`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +81,7 @@ class WhatIf:
                 for w in self.windows
             ],
             "scenarios": list(self.scenarios),
+            "baseline": list(self.baseline),
             "notes": list(self.notes),
         }
 
@@ -108,10 +110,9 @@ def critical_paths(
     lists = walker(g, rp)
     wanted = g.steps if steps is True else [] if steps is False else [
         r for r in g.steps if r[0] in set(steps)]
-    return {
-        "window": _windowed(g, rp, lists, window) if whole else None,
-        "steps": {n: _step(g, rp, s, e, lists) for n, s, e in wanted},
-    }
+    path = _windowed(g, rp, lists, window) if whole else None
+    _walk_steps(g, rp, [(s, e) for _, s, e in wanted], lists)
+    return {"window": path, "steps": {n: _step(g, rp, s, e, lists) for n, s, e in wanted}}
 
 
 def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) -> dict[str, Any]:
@@ -147,11 +148,14 @@ def whole_path(tl: Timeline) -> list[tuple[int, int, str, str]]:
     return [(s, e, k, n) for s, e, k, n, _ in walk(g, rp, i, hi, g.origin)]
 
 
-def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all") -> WhatIf:
+def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all",
+           baseline: Sequence[str] = ()) -> WhatIf:
     """Replay ``tl`` unchanged and under ``scenarios`` (composed in order).
 
     ``step``: ``"all"`` (every ProfilerStep; the whole trace when it has none), N, or None
-    (the whole trace).
+    (the whole trace). ``baseline``: scenarios applied to both sides, the base replay and
+    the prediction (``["no-profiler"]``: both as if run unprofiled, so that the speedup is
+    the change's alone); the base is then that replay, not the unchanged one.
     """
     from traceprobe.graph.build import build
     from traceprobe.graph.path import walker
@@ -160,12 +164,13 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
     from traceprobe.graph.scenarios import parse, plan
 
     parsed = [parse(s, tl) for s in scenarios]
+    under = [parse(s, tl) for s in baseline]
     g = build(tl)
     if not len(g):
         raise UsageError(f"{tl.source}: no runtime calls or GPU activity to replay")
     try:
-        base = replay(g, Plan.of(g))
-        p = plan(g, parsed)
+        base = replay(g, plan(g, under) if under else Plan.of(g))
+        p = plan(g, under + parsed)
         pred = replay(g, p)
     except GraphCycle as err:  # an inferred dependency contradicts the others
         raise TraceError(tl.source, f"cannot replay it: {err}",
@@ -187,6 +192,8 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
         out.append(StepResult(None, (g.span_end - g.origin) / 1000, whole_b["length_us"],
                               whole_p["length_us"], whole_p, whole_b))
     else:
+        _walk_steps(g, base, [(s, e) for _, s, e in rows], lb)
+        _walk_steps(g, pred, [(s, e) for _, s, e in rows], lp)
         for n, s, e in rows:
             cb, cp = _step(g, base, s, e, lb), _step(g, pred, s, e, lp)
             measured = (int(g.start[e]) - int(g.start[s])) / 1000
@@ -196,7 +203,8 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
             out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb,
                                   max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
                                   not why, why, hb / 1000, gb / 1000))
-    return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes))
+    return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes),
+                  tuple(s.text for s in under))
 
 
 def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None:
@@ -209,11 +217,14 @@ def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None
     if any(int(rp.start[a[2]]) > int(rp.start[b[1]]) for a, b in zip(rows, rows[1:],
                                                                      strict=False)):
         return None
+    _walk_steps(g, rp, [(s, e) for _, s, e in rows], lists)
+    between = resolve([(int(rp.start[a[2]]), int(rp.start[b[1]]), HOST_PIECE,
+                        str(int(g.lane[b[1]]))) for a, b in zip(rows, rows[1:], strict=False)],
+                      g.accounts)  # the step thread's time between two steps
     pieces: list[Any] = []
     for k, (_, s, e) in enumerate(rows):
         if k:
-            a, b = int(rp.start[rows[k - 1][2]]), int(rp.start[s])
-            pieces += resolve([(a, b, HOST_PIECE, str(int(g.lane[s])))], g.accounts)
+            pieces.append(between[k - 1])
         pieces += _step_pieces(g, rp, s, e, lists)
     return summary(merge(pieces), int(rp.start[rows[0][1]]), int(rp.start[rows[-1][2]]))
 
@@ -229,16 +240,10 @@ def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
 
 
 def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
-    """The path of the step with markers ``s``..``e``, walked back from its end marker; when
-    the GPU's work is at least :data:`GPU_NEAR` of the step's host span (it sets the period,
-    :mod:`.period`, or nearly: the host ran ahead of it, or just kept it fed), from
-    the GPU op still running at the end marker instead (the last to end before it if none
-    runs), staying on the GPU, so that the path follows what bounds the step — unless that
-    path is more idle than the host's (the GPU mostly waited, on what the graph does not
-    see: then it did not bound the step)."""
-    got = lists.steps.get((s, e))
-    if got is None:
-        got = lists.steps[s, e] = _walk_step(g, rp, s, e, lists)
+    """The path of the step with markers ``s``..``e`` (:func:`_walk_steps`), walked once."""
+    if (s, e) not in lists.steps:
+        _walk_steps(g, rp, [(s, e)], lists)
+    got: list[Any] = lists.steps[s, e]
     return got
 
 
@@ -256,17 +261,44 @@ def _facts(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> tuple[int, int, 
     return got
 
 
-def _walk_step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
-    from traceprobe.graph.path import merge, walk
+STEP_BLOCK = 4  # steps walked together, their host pieces cut in one pass (4: a low peak)
 
-    lo, hi = int(rp.start[s]), int(rp.start[e])
-    host, gpu, gpu_end = _facts(g, rp, s, e, lists)
-    if gpu < GPU_NEAR * host:
-        return walk(g, rp, e, hi, lo, lists)
-    on_host = walk(g, rp, e, hi, lo, lists, merged=False)
-    on_gpu = walk(g, rp, gpu_end, hi, lo, lists, gpu_first=True, merged=False)
-    # a GPU that mostly waited (on what the graph does not see) does not bound the step
-    return merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
+
+def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: Any) -> None:
+    """The path of each step ``(s, e)`` of ``rows`` (markers) into ``lists.steps``, walked
+    back from its end marker; when the GPU's work is at least :data:`GPU_NEAR` of the step's
+    host span (it sets the period, :mod:`.period`, or nearly: the host ran ahead of it, or
+    just kept it fed), from the GPU op still running at the end marker instead (the last to
+    end before it if none runs), staying on the GPU, so that the path follows what bounds
+    the step — unless that path is more idle than the host's (the GPU mostly waited, on what
+    the graph does not see: then it did not bound the step). :data:`STEP_BLOCK` steps at a
+    time, their walks' host pieces resolved together (one numpy pass per thread)."""
+    from traceprobe.graph.path import merge, resolve, trace_back
+
+    todo = [r for r in dict.fromkeys(rows) if r not in lists.steps]
+    for at in range(0, len(todo), STEP_BLOCK):
+        block = todo[at : at + STEP_BLOCK]
+        flat: list[Any] = []
+        cuts: list[list[int]] = []  # per step: where its walks start and end in ``flat``
+        for s, e in block:
+            lo, hi = int(rp.start[s]), int(rp.start[e])
+            host, gpu, gpu_end = _facts(g, rp, s, e, lists)
+            walks = [trace_back(g, rp, e, hi, lo, lists)]
+            if gpu >= GPU_NEAR * host:
+                walks.append(trace_back(g, rp, gpu_end, hi, lo, lists, gpu_first=True))
+            cuts.append([len(flat)])
+            for w in walks:
+                flat += w
+                cuts[-1].append(len(flat))
+        done = resolve(flat, lists.accounts)
+        for (s, e), c in zip(block, cuts, strict=True):
+            on_host = done[c[0] : c[1]]
+            if len(c) == 2:
+                lists.steps[s, e] = merge(on_host)
+                continue
+            on_gpu = done[c[1] : c[2]]
+            # a GPU that mostly waited (on what the graph does not see) does not bound it
+            lists.steps[s, e] = merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
 
 
 def _idle(pieces: list[Any]) -> int:

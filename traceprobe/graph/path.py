@@ -113,15 +113,21 @@ def walker(g: Graph, rp: Replay) -> _Lists:
 
 
 def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
-         lists: _Lists | None = None, gpu_first: bool = False,
-         merged: bool = True) -> list[Walked]:
+         lists: _Lists | None = None, gpu_first: bool = False) -> list[Walked]:
     """Pieces of the critical path ending at ``end_time`` (at or after ``end_node``'s end),
     back to ``lo``, in time order. At a GPU op that waited for its launch the path stays on
     the GPU (through the stream's previous op, the wait a host piece of the launching thread)
     when the wait was shorter than the op or :data:`NEAR_NS`, and always with ``gpu_first``
-    (a step whose period the GPU sets: the GPU is what bounds it). ``merged=False``: the
-    pieces before :func:`merge` (the same time per category)."""
+    (a step whose period the GPU sets: the GPU is what bounds it): :func:`trace_back`, its
+    host pieces cut by the host account (:func:`resolve`) then :func:`merge`."""
     L = lists or _Lists(g, rp)
+    return merge(resolve(trace_back(g, rp, end_node, end_time, lo, L, gpu_first), L.accounts))
+
+
+def trace_back(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int, L: _Lists,
+               gpu_first: bool = False) -> list[Piece]:
+    """The walk of :func:`walk` before :func:`resolve`: host, hand-off and GPU-gap pieces
+    still to be cut by the host account (many walks' at once, when walking many steps)."""
     out: list[Piece] = []
     c = int(end_time)
     i = int(end_node)
@@ -180,8 +186,7 @@ def walk(g: Graph, rp: Replay, end_node: int, end_time: int, lo: int,
             c = t
         i = q
     out.reverse()
-    walked = resolve(out, L.accounts)
-    return merge(walked) if merged else walked
+    return out
 
 
 def _host_or_idle(L: _Lists, i: int, label: str, kind: str = "idle") -> tuple[str, str]:

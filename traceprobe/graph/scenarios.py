@@ -43,12 +43,18 @@ the order given.
     and ``workers=N/W`` says it) or F = D for a single-process one (W = 0: the main thread
     fetches). N workers deliver a batch every F / N, so the step becomes max(C, F / N): each
     DataLoader gap of the step shrinks in proportion, to a total wait of max(0, F / N - C).
+``no-profiler``
+    The profiler's own host cost removed, as if the loop ran unprofiled: each CPU event the
+    trace recorded (CPU op, runtime call, annotation) cost the host NS nanoseconds to record,
+    charged to the gap between calls in which it starts (never below 0), with NS estimated
+    from the trace itself (:mod:`traceprobe.graph.overhead`: the median parent-start to
+    child-start interval plus the median child-end to parent-end interval of its threads).
+    ``traceprobe whatif`` applies it to both sides by default, base and prediction
+    (``--keep-profiler`` keeps the profiled host's time); docs/WHATIF.md checks the
+    unchanged replay under it against every real loop's unprofiled ms/step.
 ``no-profiler:NS``
-    The profiler's own host cost removed: each CPU event the trace recorded (CPU op, runtime
-    call, annotation) cost the host NS nanoseconds to record, charged to the gap between
-    calls in which it starts (never below 0). A prediction to set against an unprofiled run;
-    NS is measured on a loop of one's own: (profiled step − unprofiled step) / CPU events per
-    step, on a loop the host bounds (docs/WHATIF.md, "Real training loops").
+    The same with NS given: e.g. measured on a loop of one's own as (profiled step −
+    unprofiled step) / CPU events per step, on a loop the host bounds.
 ``kernels:REGEX=F``
     Kernels whose name matches REGEX (``re.search``) run F times faster; F is a finite
     number from ``MIN_FACTOR`` (1e-3: 1000x slower) to ``MAX_FACTOR`` (1e9).
@@ -93,9 +99,21 @@ MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well insid
 MAX_NAME = 4096  # characters of a kernel name a scenario's REGEX is matched against
 
 NAMES = ("copies-on-side-stream", "no-host-sync", "comm-overlap", "no-launch-overhead",
-         "cuda-graph", "dataloader", "dataloader:workers=N", "no-profiler:NS", "kernels:REGEX=F",
-         "spread:REGEX=N", "precision:tf32", "precision:bf16", "roof:REGEX=S")
+         "cuda-graph", "dataloader", "dataloader:workers=N", "no-profiler", "no-profiler:NS",
+         "kernels:REGEX=F", "spread:REGEX=N", "precision:tf32", "precision:bf16", "roof:REGEX=S")
 GRAPH_GAP_NS = 256  # GPU gap between graph nodes (H200 small-ops/cuda-graph, median)
+PROFILER = "no-profiler"  # the profiler's host cost, estimated from the trace, removed
+
+
+def unprofiled(scenarios: Sequence[str], keep_profiler: bool = False) -> list[str]:
+    """The scenarios of a prediction for the *unprofiled* loop: :data:`PROFILER` first,
+    unless ``keep_profiler`` or a ``no-profiler`` scenario is among them already."""
+    given = list(scenarios)
+    if keep_profiler or any(s.strip().partition(":")[0] == PROFILER for s in given):
+        return given
+    return [PROFILER, *given]
+
+
 _WORKERS = re.compile(r"^dataloader:workers=(\d+)(?:/(\d+))?$")
 
 
@@ -122,6 +140,17 @@ def parse(text: str, tl: Timeline | None = None) -> Scenario:
     }
     if t in simple:
         return Scenario(t, simple[t])
+    if t == PROFILER:
+        def estimated(g: Graph, p: Plan) -> None:
+            from traceprobe.graph.overhead import profiler_cost
+
+            if tl is None:
+                raise UsageError(f"scenario {t!r} needs the trace (parse(text, timeline))")
+            cost = profiler_cost(tl)
+            no_profiler(g, p, cost.ns)
+            p.notes[-1] += f", {cost.describe()}"
+
+        return Scenario(t, estimated)
     if t.startswith("no-profiler:"):
         try:
             ns = float(t.split(":", 1)[1])
@@ -239,6 +268,10 @@ def _efficiency_scenario(t: str, tl: Timeline | None) -> Scenario:
         factor, note = kernel_factors(tl, t)
         rescale_gpu_rows(g, p, tl, factor)
         p.notes.append(note)
+        if t.startswith("precision:"):
+            conv = _conv_kernels(tl.gpu["name"].to_numpy()[factor != 1.0])
+            if conv:
+                p.notes.append(f"{t}: {conv} {CONV_WARNING}")
 
     return Scenario(t, apply)
 
@@ -487,10 +520,30 @@ def no_profiler(g: Graph, p: Plan, ns: float) -> None:
     p.notes.append(f"no-profiler: {counted} recorded CPU events at {ns:g} ns each")
 
 
+CONV_WARNING = (
+    "convolution kernels rescaled, as the same kernels run faster; a precision change can "
+    "also change cuDNN's choice of convolution algorithms (other kernels, often more of "
+    "them per step), which the trace does not show: read the prediction as the gain if the "
+    "kernels stayed the same, not as a bound (on the committed resnet18 loops TF32 and bf16 "
+    "launched more kernels per step and ran slower than fp32: docs/WHATIF.md)")
+
+
+def _conv_kernels(names: np.ndarray) -> int:
+    """How many of these kernel names are convolution kernels (efficiency's name rules)."""
+    from traceprobe.efficiency.kernels import category
+    from traceprobe.efficiency.work import CONV
+
+    kinds = {str(n): category(str(n)[:MAX_NAME]) == CONV for n in set(names.tolist())}
+    return sum(kinds[str(n)] for n in names.tolist())
+
+
 def faster_kernels(g: Graph, p: Plan, rx: re.Pattern[str], factor: float) -> None:
     hit = _matching(g, rx)
     p.dur[hit] = np.round(p.dur[hit] / factor).astype(np.int64)
     p.notes.append(f"{rx.pattern}: {len(hit)} kernels {factor:g}x faster")
+    conv = _conv_kernels(g.name[hit]) if factor > 1 else 0
+    if conv:
+        p.notes.append(f"{rx.pattern}: {conv} {CONV_WARNING}")
 
 
 def _matching(g: Graph, rx: re.Pattern[str], memsets: bool = False) -> np.ndarray:

@@ -8,7 +8,7 @@ predicted critical path's ``bound_by``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from traceprobe.render.units import fmt_time
@@ -33,7 +33,8 @@ def _times(w: Mapping[str, Any]) -> tuple[float, float]:
     return float(w.get("measured_us") or 0.0), float(w.get("predicted_us") or 0.0)
 
 
-def sentence(w: Mapping[str, Any], scenarios: list[str]) -> str:
+def sentence(w: Mapping[str, Any], scenarios: list[str],
+             baseline: Sequence[str] = ()) -> str:
     what = " + ".join(scenarios) if scenarios else "no change"
     m, p = _times(w)
     step = "the trace" if w.get("step") is None else f"step {w['step']}"
@@ -41,7 +42,7 @@ def sentence(w: Mapping[str, Any], scenarios: list[str]) -> str:
         return (f"{what}: no prediction for {step}, the replay's model does not hold there "
                 f"({w.get('why_not')}).")
     if not scenarios:
-        gain = "replays it as measured"
+        gain = f"replays it under {' + '.join(baseline)}" if baseline else "replays it as measured"
     elif p < m:
         gain = f"would save {fmt_time(m - p)} of {step} ({(m - p) / m:.0%}, {m / p:.2f}x faster)"
     elif p > m:
@@ -50,12 +51,14 @@ def sentence(w: Mapping[str, Any], scenarios: list[str]) -> str:
         gain = f"would not change {step}"
     measured = _bound(w.get("measured_critical_path"))
     predicted = _bound(w.get("critical_path"))
-    return (f"{what} {gain}; the path is bound by {measured} as measured, "
+    before = f"under {' + '.join(baseline)}" if baseline else "as measured"
+    return (f"{what} {gain}; the path is bound by {measured} {before}, "
             f"by {predicted} after the change.")
 
 
 def render(result: Mapping[str, Any], fmt: str = "text") -> str:
     scen = list(result.get("scenarios") or [])
+    base = list(result.get("baseline") or [])
     ws = list(result.get("windows") or [])
     head = ("step", "measured", "period", "predicted", "speedup")
     rows = []
@@ -71,12 +74,14 @@ def render(result: Mapping[str, Any], fmt: str = "text") -> str:
         if w.get("model_holds") is False:
             notes.append(f"step {w.get('step')}: the model does not hold ({w.get('why_not')})")
     title = f"what if: {' + '.join(scen) if scen else 'no change'}"
+    if result.get("baseline"):
+        title += f" (both sides under {' + '.join(result['baseline'])})"
     if fmt == "markdown":
         out = [f"# {title}", "", f"Trace: `{result.get('trace')}`", ""]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         out.append("")
-        out += [sentence(w, scen) for w in ws[:1]]
+        out += [sentence(w, scen, base) for w in ws[:1]]
         out += [f"- {n}" for n in notes]
         return "\n".join(out) + "\n"
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
@@ -84,7 +89,7 @@ def render(result: Mapping[str, Any], fmt: str = "text") -> str:
     lines.append("  " + "  ".join(h.rjust(widths[i]) for i, h in enumerate(head)))
     lines += ["  " + "  ".join(c.rjust(widths[i]) for i, c in enumerate(r)) for r in rows]
     lines.append("")
-    lines += [f"  {sentence(w, scen)}" for w in ws[:1]]
+    lines += [f"  {sentence(w, scen, base)}" for w in ws[:1]]
     if len(ws) > 1:
         tot_m = sum(_times(w)[0] for w in ws)
         tot_p = sum(_times(w)[1] for w in ws)

@@ -71,9 +71,9 @@ def _analyze_one(timeline: Timeline, step: Step, devs: list[int], window: str) -
             warnings += (gap,)
         span = timeline.span
         covers = basis == "events" and (span is None or (lo <= span[0] and span[1] <= hi))
-        part = timeline if covers else timeline.window(lo, hi)
-        paths = _critical_paths(timeline, (lo, hi), steps=step == "all")
-        whole = _one_report(part, lo, hi, None, devs, pid, basis)
+        paths = _critical_paths(timeline, (lo, hi), steps=step == "all")  # before the window's
+        whole = _one_report(timeline if covers else timeline.window(lo, hi), lo, hi, None, devs,
+                            pid, basis)  # copy is made, which lives only as long as this call
         whole = replace(whole, critical_path=paths["window"],
                         efficiency=_efficiency(timeline, (lo, hi)))
         steps: Sequence[Report] = ()
