@@ -143,3 +143,21 @@ def test_a_bad_file_is_reported_as_on_the_local_path(
     err_dask = capsys.readouterr().err
     assert rc_local == rc_dask != 0
     assert err_local == err_dask and "zz_rank2.pt.trace.json" in err_dask
+
+
+def test_a_local_cluster_s_workers_run_quiet() -> None:
+    """The LocalCluster's workers get the engine's quiet settings (no statistical profiler,
+    slow ticks: they share the cores with the work), and the client's own config is left as
+    it was."""
+    import dask
+
+    from traceprobe.engines.cluster import QUIET_WORKERS, DaskEngine
+
+    before = {k: dask.config.get(k) for k in QUIET_WORKERS}
+    engine = DaskEngine(workers=1)
+    try:
+        seen = engine.client.run(lambda: {k: dask.config.get(k) for k in QUIET_WORKERS})
+    finally:
+        engine.close()
+    assert list(seen.values()) == [QUIET_WORKERS]
+    assert {k: dask.config.get(k) for k in QUIET_WORKERS} == before != QUIET_WORKERS

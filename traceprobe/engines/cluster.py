@@ -41,6 +41,16 @@ def _require() -> Any:
 
 
 MAX_BATCH = 16
+# A LocalCluster's workers share the cores with the work: no statistical profiler sampling the
+# task thread every 10 ms (it feeds the dashboard, which is off), the event loop's tick and
+# the memory monitor woken every second and every 5 s instead of every 20 and 500 ms. On 512
+# generated ranks on 2 cores: the LocalCluster's map 18.9 -> 17.2 s (median of 3), the local
+# engine's 15.5 s (docs/BENCHMARKS.md). A cluster at an address keeps its own settings.
+QUIET_WORKERS = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+}
 
 
 def local_workers(workers: int | None, items: int | None = None) -> int:
@@ -67,14 +77,17 @@ class DaskEngine:
         self.address = address
         self._cluster = None
         if address is None:
-            self._cluster = distributed.LocalCluster(
-                n_workers=local_workers(workers),
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            import dask
+
+            with dask.config.set(QUIET_WORKERS):  # passed to the workers as they are made
+                self._cluster = distributed.LocalCluster(
+                    n_workers=local_workers(workers),
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
             self.client = distributed.Client(self._cluster)
         else:
             try:
