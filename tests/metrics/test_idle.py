@@ -204,6 +204,27 @@ def test_innermost_is_its_definition(events, extra) -> None:
                                                               e.tolist())
 
 
+def test_innermost_by_rank_over_long_runs() -> None:
+    """GIVEN 2,000 random events over 3,000 segments (runs of up to 2^11 segments: every
+    level of the search) and a random ranking WHEN finding the innermost event by that rank
+    THEN each segment's is the covering event of highest rank (a direct scan), in int32."""
+    rng = np.random.default_rng(3)
+    s = rng.integers(0, 3000, 2000)
+    e = s + rng.choice([0, 1, 2, 7, 40, 300, 2500], 2000)
+    rank = rng.permutation(2000)
+    bounds = np.arange(0, 3001, dtype=np.int64)
+    got = innermost(bounds, s, e, rank)
+    assert got.dtype == np.int32
+    want = np.full(3000, -1)
+    best = np.full(3000, -1)
+    for i in range(2000):  # a segment [k, k + 1) is covered by events with s <= k < e
+        seg = slice(s[i], min(e[i], 3000))
+        better = rank[i] > best[seg]
+        want[seg][better] = i
+        best[seg][better] = rank[i]
+    assert got.tolist() == want.tolist()
+
+
 # ----------------------------------------------------------------------------- the partition
 # (moved here from tests/metrics/test_host.py and tests/report/test_diagnosis.py: the tests of
 # metrics/idle.py in one home; the diagnosis wording stays in tests/report/test_diagnosis.py)

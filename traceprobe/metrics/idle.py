@@ -147,8 +147,8 @@ class _Laid:
 
     n_events: int
     base: np.ndarray  # the axis's window bases
-    kind: np.ndarray  # per event: its class's code
-    name: np.ndarray  # per event: its name's code
+    kind: np.ndarray  # per event: its class's code (int8)
+    name: np.ndarray  # per event: its name's code (the account's index dtype)
     names: list[str]
     name_rank: np.ndarray  # per name code: its rank in string order
     bounds: np.ndarray
@@ -170,15 +170,15 @@ def _lay(ev: HostEvents, axis: Axis) -> _Laid:
     rank = np.empty(count, np.int64)
     rank[np.lexsort((-ev.end, ev.start, win))] = np.arange(count)
     bounds = sorted_unique(np.concatenate([s, e, axis.base, axis.base + (axis.hi - axis.lo)]))
+    own = owners(ev.cls, s, e, rank, bounds)  # the host account, over the whole process
+    del rank  # the codes below are made after the account's search: a lower peak
     codes, uniques = pd.factorize(pd.Series(ev.name, dtype=object))
     names = [str(u) for u in uniques] + list(_SPECIAL)
     cls_codes, cls_uniques = pd.factorize(pd.Series(ev.cls, dtype=object))
-    kind = np.array([_KIND[str(c)] for c in cls_uniques], np.int64)[cls_codes]
-
-    own = owners(ev.cls, s, e, rank, bounds)  # the host account, over the whole process
+    kind = np.array([_KIND[str(c)] for c in cls_uniques], np.int8)[cls_codes]
     return _Laid(
-        count, axis.base, kind, codes.astype(np.int64), names, string_ranks(names), bounds,
-        own.reg, own.syn, own.leaf, spans(s, e),
+        count, axis.base, kind, codes.astype(own.reg.dtype), names, string_ranks(names),
+        bounds, own.reg, own.syn, own.leaf, spans(s, e),
     )
 
 

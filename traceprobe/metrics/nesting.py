@@ -80,22 +80,32 @@ def _last_open(s: np.ndarray, e: np.ndarray, new: np.ndarray) -> np.ndarray:
     op_at[at_] = np.arange(rows, dtype=np.int64)
     sentinels = np.flatnonzero(op_at < 0)
     longest = int(np.diff(np.append(sentinels, size)).max())  # a thread and its sentinel
+    del thread, sentinels
     levels = max(longest.bit_length() - 1, 0)
-    # table[l][j] = max(ends[max(0, j - 2^l + 1) .. j])
-    table = [ends]
+    # table[l][j] = max(ends[max(0, j - 2^l + 1) .. j]), kept for even l only (half the
+    # memory: this table is top ops' peak); an odd level is two reads of the one below it
+    table = {0: ends}
+    prev = ends
     for lvl in range(1, levels + 1):
         h = 1 << (lvl - 1)
-        prev = table[-1]
         cur = np.empty_like(prev)
         cur[:h] = prev[:h]
         np.maximum(prev[h:], prev[:-h], out=cur[h:])
-        table.append(cur)
+        if lvl % 2 == 0:
+            table[lvl] = cur
+        prev = cur
+    del prev
     # ops whose predecessor is still open need no search
     look = at_ - 1
     todo = np.flatnonzero(ends[look] <= s)
     at, thr = look[todo], s[todo]
     for lvl in range(levels, -1, -1):
-        skip = table[lvl][at] <= thr
+        if lvl % 2 == 0:
+            block_max = table[lvl][at]
+        else:  # [j - 2^l + 1, j] is [j - h + 1, j] and [j - 2h + 1, j - h], h = 2^(l-1)
+            below, h = table[lvl - 1], 1 << (lvl - 1)
+            block_max = np.maximum(below[at], below[np.maximum(at - h, 0)])
+        skip = block_max <= thr
         at -= skip.astype(np.int64) << lvl
     look[todo] = at
     return op_at[look]

@@ -125,7 +125,8 @@ def _classes(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Owners:
     """The host account on the elementary segments ``[bounds[i], bounds[i+1])``: the
-    innermost region, sync call and other leaf covering each (event indices, -1 none)."""
+    innermost region, sync call and other leaf covering each (event indices, -1 none;
+    :func:`innermost`'s dtype, int32 for any real trace)."""
 
     bounds: np.ndarray
     reg: np.ndarray
@@ -141,7 +142,9 @@ def owners(cls: np.ndarray, s: np.ndarray, e: np.ndarray, rank: np.ndarray,
     def owner(classes: tuple[str, ...]) -> np.ndarray:
         idx = np.flatnonzero(np.isin(cls, classes))
         o = innermost(bounds, s[idx], e[idx], rank[idx])
-        return np.where(o >= 0, idx[np.maximum(o, 0)] if idx.size else o, -1)
+        has = o >= 0
+        o[has] = idx[o[has]]  # into the events of ``cls``, in place (innermost's dtype)
+        return o
 
     return Owners(bounds, owner(REGION_CLASSES), owner(("sync",)),
                   owner(tuple(c for c in LEAF_CLASSES if c != "sync")))
@@ -319,7 +322,8 @@ def innermost(
     bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray, rank: np.ndarray | None = None
 ) -> np.ndarray:
     """For each elementary segment ``[bounds[i], bounds[i+1])``: the index of the innermost
-    event (into ``starts``/``ends``) covering it, or -1.
+    event (into ``starts``/``ends``) covering it, or -1 (int32, or int64 where the segments,
+    events or ranks outgrow int32).
 
     ``bounds`` must be sorted and hold every start and end that falls inside its range.
     The innermost event is the covering one of highest ``rank``; by default the rank is the
@@ -331,39 +335,45 @@ def innermost(
     power-of-two blocks that cover it (``[a, a + 2^k)`` and ``[b - 2^k, b)``, ``2^k <= b - a``),
     each block keeps the highest rank put on it, and the blocks are halved level by level
     down to single segments (a sparse table run backwards): one pass over the segments per
-    level, ``log2`` of the longest run levels.
+    level, ``log2`` of the longest run levels. Its arrays are int32 where the sizes allow
+    (half the memory of int64: the idle causes' peak).
     """
     size = max(len(bounds) - 1, 0)
-    owner = np.full(size, -1, np.int64)
+    if rank is not None and len(rank):
+        top_rank = int(np.max(rank))
+    else:
+        top_rank = starts.size
+    dtype = np.int32 if max(size, starts.size, top_rank + 1) < 2**31 else np.int64
+    owner = np.full(size, -1, dtype)
     if size == 0 or starts.size == 0:
         return owner
     if rank is None:
-        rank = np.empty(starts.size, np.int64)
-        rank[np.lexsort((-ends, starts))] = np.arange(starts.size)
+        rank = np.empty(starts.size, dtype)
+        rank[np.lexsort((-ends, starts))] = np.arange(starts.size, dtype=dtype)
     a = np.searchsorted(bounds, starts, side="left")
     b = np.minimum(np.searchsorted(bounds, ends, side="left"), size)
-    keep = b > a
-    if not keep.any():
+    idx = np.flatnonzero(b > a)
+    if not idx.size:
         return owner
-    idx = np.flatnonzero(keep)
-    a, b, r = a[idx], b[idx], np.asarray(rank, np.int64)[idx]
-    level = np.frexp((b - a).astype(np.float64))[1].astype(np.int64) - 1  # floor(log2(b - a))
-    best = np.full(size, -1, np.int64)
+    a, b, r = a[idx].astype(dtype), b[idx].astype(dtype), np.asarray(rank)[idx].astype(dtype)
+    level = np.frexp(b - a)[1] - 1  # floor(log2(b - a)), exact for any int32 length
     by_level = np.argsort(level, kind="stable")
     cuts = np.searchsorted(level[by_level], np.arange(int(level.max()) + 2))
-    for lev in range(int(level.max()), -1, -1):
+    del level
+    best = np.full(size, -1, dtype)
+    for lev in range(len(cuts) - 2, -1, -1):
         sel = by_level[cuts[lev] : cuts[lev + 1]]
         if sel.size:
-            width = 1 << lev
-            pos = np.concatenate([a[sel], b[sel] - width])
-            val = np.concatenate([r[sel], r[sel]])
-            np.maximum.at(best, pos, val)
+            rs = r[sel]
+            np.maximum.at(best, a[sel], rs)
+            np.maximum.at(best, b[sel] - (1 << lev), rs)
         if lev:
             half = 1 << (lev - 1)
             np.maximum(best[half:], best[:-half].copy(), out=best[half:])
+    del a, b, by_level
     has = best >= 0
     if has.any():
-        back = np.full(int(r.max()) + 1, -1, np.int64)
+        back = np.full(int(r.max()) + 1, -1, dtype)
         back[r] = idx
         owner[has] = back[best[has]]
     return owner
