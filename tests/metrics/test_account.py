@@ -94,3 +94,50 @@ def test_ranged_account_cuts_as_the_whole_account_does() -> None:
     for width in (1, 500, 20_000, 2_000_000, hi - lo):
         for a in rng.integers(lo, hi - width + 1, 20).tolist():
             assert ranged.pieces(a, a + width) == whole.pieces(a, a + width)
+
+
+host_events_ = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12),
+                                  st.sampled_from(["dataloader", "optimizer", "region", "sync",
+                                                   "runtime", "cpu_op"]),
+                                  st.sampled_from(["f", "g"])), max_size=14)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(host_events_)
+def test_account_is_its_rules_at_every_instant(rows) -> None:
+    """GIVEN one thread's events of every class (nested, crossing, equal, empty) WHEN making
+    its account over [-2, 45) THEN its segments tile the range as runs (no two adjacent of
+    one class and name) and at every ns hold the class and name of the module docstring's
+    rules (the innermost: started last, then ends first, then the later event), read event
+    by event."""
+    from traceprobe.metrics.regions import UNTRACED, HostEvents, account
+
+    lo, hi = -2, 45
+    s = np.array([a for a, _, _, _ in rows], I64)
+    e = np.array([a + d for a, d, _, _ in rows], I64)
+    cls = np.array([c for _, _, c, _ in rows], object)
+    name = np.array([f"{n}{i}" if i % 2 else n for i, (_, _, _, n) in enumerate(rows)], object)
+    acc = account(HostEvents(name, cls, s, e, tid=np.zeros(len(rows), I64)), lo, hi).get(0)
+    if acc is None:  # no event: no thread
+        assert not rows
+        return
+    assert acc.start[0] == lo and acc.end[-1] == hi
+    assert (acc.start[1:] == acc.end[:-1]).all() and (acc.end > acc.start).all()
+    same = (acc.cls[1:] == acc.cls[:-1]) & (acc.name[1:] == acc.name[:-1])
+    assert not same.any()
+
+    def inner(t: int, classes: tuple[str, ...]) -> int:
+        on = [i for i in range(len(rows)) if s[i] <= t < e[i] and cls[i] in classes]
+        return max(on, key=lambda i: (s[i], -e[i], i)) if on else -1
+
+    for t in range(lo, hi):
+        reg = inner(t, ("dataloader", "optimizer", "region"))
+        syn = inner(t, ("sync",))
+        low = syn if syn >= 0 else inner(t, ("runtime", "cpu_op"))
+        k, n = (cls[low], name[low]) if low >= 0 else ("python", UNTRACED)
+        if reg >= 0 and cls[reg] != "region":
+            k, n = cls[reg], name[reg]
+        elif reg >= 0:
+            k, n = (k if low >= 0 else "region"), f"{name[reg]} / {n}"
+        j = int(np.searchsorted(acc.start, t, side="right")) - 1
+        assert (acc.cls[j], acc.name[j]) == (k, n), t

@@ -154,7 +154,9 @@ def owners(cls: np.ndarray, s: np.ndarray, e: np.ndarray, rank: np.ndarray,
 class Account:
     """One thread's account: segments ``[start[i], end[i])`` tiling ``[lo, hi)`` with a
     class (:data:`ACCOUNT_CLASSES`, the path's refinement: :func:`account`) and a name (the
-    owning event's; inside a user region ``"region / inner"``; :data:`UNTRACED` for none)."""
+    owning event's; inside a user region ``"region / inner"``; :data:`UNTRACED` for none).
+    :func:`account` makes them runs (no two adjacent of one class and name): every reader
+    (:meth:`time_in`, :meth:`pieces`, :meth:`summaries`) gives the same either way."""
 
     start: np.ndarray
     end: np.ndarray
@@ -186,11 +188,15 @@ class Account:
             new = np.ones(n, bool)
             if n > 1:
                 new[1:] = (self.cls[1:] != self.cls[:-1]) | (self.name[1:] != self.name[:-1])
-            first = np.flatnonzero(new)
-            last = np.r_[first[1:], n] - 1
-            code, classes = pd.factorize(self.cls[first])
-            got = (self.start[first], self.end[last], code.astype(np.int64), self.name[first],
-                   [str(c) for c in classes])
+            if new.all():  # already runs (:func:`account` makes them so): no copies
+                rs, re_, cls, names = self.start, self.end, self.cls, self.name
+            else:
+                first = np.flatnonzero(new)
+                rs, re_ = self.start[first], self.end[np.append(first[1:], n) - 1]
+                cls, names = self.cls[first], self.name[first]
+            code, classes = pd.factorize(cls)
+            small = np.int8 if len(classes) < 128 else np.int64
+            got = (rs, re_, code.astype(small), names, [str(c) for c in classes])
             object.__setattr__(self, "_as_runs", got)
         return got
 
@@ -313,9 +319,21 @@ def account(ev: HostEvents, lo: int, hi: int, whole: bool = False) -> dict[int, 
             nm[plain] = np.array([f"{a} / {b}" for a, b in zip(rn.tolist(), nm[plain].tolist(),
                                                                strict=True)], object)
             k = np.where(plain & ~has_in, "region", k)
-        out[int(t)] = Account(bounds[:-1], bounds[1:], np.asarray(k, object),
-                              np.asarray(nm, object))
+        out[int(t)] = _merged(bounds, np.asarray(k, object), np.asarray(nm, object))
     return out
+
+
+def _merged(bounds: np.ndarray, cls: np.ndarray, name: np.ndarray) -> Account:
+    """The account of segments ``[bounds[i], bounds[i+1])`` of class ``cls[i]`` and name
+    ``name[i]``, adjacent segments of one class and name as one (what every reader merges
+    them into: its runs are its segments, so they are not made again)."""
+    n = len(cls)
+    if n < 2:
+        return Account(bounds[:-1], bounds[1:], cls, name)
+    new = np.ones(n, bool)
+    new[1:] = (cls[1:] != cls[:-1]) | (name[1:] != name[:-1])
+    first = np.flatnonzero(new)
+    return Account(bounds[first], bounds[np.append(first[1:], n)], cls[first], name[first])
 
 
 def innermost(
