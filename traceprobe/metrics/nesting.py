@@ -69,21 +69,32 @@ def _last_open(s: np.ndarray, e: np.ndarray, new: np.ndarray) -> np.ndarray:
     """Per position i: the last position j < i of i's thread with ``e[j] > s[i]``, or -1.
 
     ``new`` marks each thread's first position. Each thread is preceded by a sentinel that
-    ends at +inf (never skipped), so that no block crosses into the thread before it."""
+    ends at +inf (never skipped), so that no block crosses into the thread before it.
+
+    The search compares ends with starts only, so it runs on their ranks in one order
+    (``e[j] > s[i]`` exactly when ``1 + #{ends < e[j]} > #{ends <= s[i]}``): int32 where the
+    rows allow, as are the positions, and the sparse table keeps its even levels only (an
+    odd one is two reads of the level below): a quarter of the int64 table's memory, which
+    was top ops' peak."""
     rows = len(s)
-    thread = np.cumsum(new) - 1
-    at_ = np.arange(rows, dtype=np.int64) + thread + 1  # each op's place after the sentinels
+    dtype = np.int32 if 2 * rows + 2 < 2**31 else np.int64
+    by_end = np.sort(e)
+    e_rank = (np.searchsorted(by_end, e, side="left") + 1).astype(dtype)
+    s_rank = np.searchsorted(by_end, s, side="right").astype(dtype)
+    del by_end
+    thread = np.cumsum(new, dtype=dtype) - 1
+    at_ = np.arange(1, rows + 1, dtype=dtype) + thread  # each op's place after the sentinels
     size = rows + int(thread[-1]) + 1
-    ends = np.full(size, np.iinfo(np.int64).max)
-    ends[at_] = e
-    op_at = np.full(size, -1, np.int64)
-    op_at[at_] = np.arange(rows, dtype=np.int64)
+    ends = np.full(size, np.iinfo(dtype).max, dtype)
+    ends[at_] = e_rank
+    del e_rank
+    op_at = np.full(size, -1, dtype)
+    op_at[at_] = np.arange(rows, dtype=dtype)
     sentinels = np.flatnonzero(op_at < 0)
     longest = int(np.diff(np.append(sentinels, size)).max())  # a thread and its sentinel
     del thread, sentinels
     levels = max(longest.bit_length() - 1, 0)
-    # table[l][j] = max(ends[max(0, j - 2^l + 1) .. j]), kept for even l only (half the
-    # memory: this table is top ops' peak); an odd level is two reads of the one below it
+    # table[l][j] = max(ends[max(0, j - 2^l + 1) .. j]), kept for even l only
     table = {0: ends}
     prev = ends
     for lvl in range(1, levels + 1):
@@ -97,18 +108,19 @@ def _last_open(s: np.ndarray, e: np.ndarray, new: np.ndarray) -> np.ndarray:
     del prev
     # ops whose predecessor is still open need no search
     look = at_ - 1
-    todo = np.flatnonzero(ends[look] <= s)
-    at, thr = look[todo], s[todo]
+    del at_
+    todo = np.flatnonzero(ends[look] <= s_rank)
+    at, thr = look[todo], s_rank[todo]
+    del s_rank
     for lvl in range(levels, -1, -1):
         if lvl % 2 == 0:
             block_max = table[lvl][at]
         else:  # [j - 2^l + 1, j] is [j - h + 1, j] and [j - 2h + 1, j - h], h = 2^(l-1)
             below, h = table[lvl - 1], 1 << (lvl - 1)
             block_max = np.maximum(below[at], below[np.maximum(at - h, 0)])
-        skip = block_max <= thr
-        at -= skip.astype(np.int64) << lvl
+        at -= (block_max <= thr).astype(dtype) << lvl
     look[todo] = at
-    return op_at[look]
+    return op_at[look].astype(np.int64)
 
 
 def enclosing(start: np.ndarray, end: np.ndarray,
