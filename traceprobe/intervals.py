@@ -33,10 +33,16 @@ import pandas as pd
 _I64 = np.int64
 
 
-def sorted_unique(a: np.ndarray) -> np.ndarray:
+def sorted_unique(a: np.ndarray, mine: bool = False) -> np.ndarray:
     """``np.unique`` of an integer array (as int64) by one sort: numpy 2.4's ``np.unique``
-    hashes first, and took 0.32 s for the 600,000 times of one host account, the sort 7 ms."""
-    a = np.sort(np.asarray(a, np.int64).ravel())
+    hashes first, and took 0.32 s for the 600,000 times of one host account, the sort 7 ms.
+    ``mine``: ``a`` is the caller's own scratch array (a concatenation made for this call),
+    sorted in place instead of copied (one array fewer at the peak)."""
+    a = np.asarray(a, np.int64).ravel()
+    if mine:
+        a.sort()
+    else:
+        a = np.sort(a)
     if a.size < 2:
         return a
     keep = np.empty(a.size, bool)

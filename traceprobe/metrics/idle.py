@@ -165,20 +165,28 @@ def _lay(ev: HostEvents, axis: Axis) -> _Laid:
     count = len(ev.start)
     win = ev.win if ev.win is not None else np.zeros(count, np.int64)
     s, e = axis.put(ev.start, win), axis.put(ev.end, win)
+    everything = spans(s, e)  # (first: each step below keeps more arrays alive)
     # the innermost rule's order, by the events' own times, window by window (lexsort is
     # stable: among equal times the later event ranks higher)
-    rank = np.empty(count, np.int64)
-    rank[np.lexsort((-ev.end, ev.start, win))] = np.arange(count)
-    bounds = sorted_unique(np.concatenate([s, e, axis.base, axis.base + (axis.hi - axis.lo)]))
+    index = np.int32 if count < 2**31 else np.int64
+    rank = np.empty(count, index)
+    rank[np.lexsort((-ev.end, ev.start, win))] = np.arange(count, dtype=index)
+    del win
+    bounds = sorted_unique(np.concatenate([s, e, axis.base, axis.base + (axis.hi - axis.lo)]),
+                           mine=True)
     own = owners(ev.cls, s, e, rank, bounds)  # the host account, over the whole process
-    del rank  # the codes below are made after the account's search: a lower peak
+    # each array goes when last read, and the codes are made after the account's search: a
+    # lower peak (this is analyze's)
+    del rank, s, e
     codes, uniques = pd.factorize(pd.Series(ev.name, dtype=object))
+    codes = codes.astype(own.reg.dtype)
     names = [str(u) for u in uniques] + list(_SPECIAL)
     cls_codes, cls_uniques = pd.factorize(pd.Series(ev.cls, dtype=object))
     kind = np.array([_KIND[str(c)] for c in cls_uniques], np.int8)[cls_codes]
+    del cls_codes
     return _Laid(
-        count, axis.base, kind, codes.astype(own.reg.dtype), names, string_ranks(names),
-        bounds, own.reg, own.syn, own.leaf, spans(s, e),
+        count, axis.base, kind, codes, names, string_ranks(names),
+        bounds, own.reg, own.syn, own.leaf, everything,
     )
 
 
@@ -202,8 +210,14 @@ def _charges(laid: _Laid, idle_s: np.ndarray, idle_e: np.ndarray, others: Spans)
     empty = np.empty(0, np.int64)
     if not idle_s.size:
         return _Charges(*([empty] * 7))
+    # the segments between consecutive boundaries that start in an idle gap: of the
+    # events' boundaries only those inside a gap can start or end one (a gap's end is a
+    # boundary), so the others are left out before the sort
+    g = np.searchsorted(idle_s, laid.bounds, side="right") - 1
+    inside = laid.bounds[(g >= 0) & (laid.bounds < idle_e[np.maximum(g, 0)])]
+    del g
     bounds = sorted_unique(
-        np.concatenate([laid.bounds, idle_s, idle_e, others.starts, others.ends]))
+        np.concatenate([inside, idle_s, idle_e, others.starts, others.ends]), mine=True)
     x, length = bounds[:-1], np.diff(bounds)
     j = np.searchsorted(idle_s, x, side="right") - 1
     ok = (j >= 0) & (x < idle_e[np.maximum(j, 0)]) & (length > 0)

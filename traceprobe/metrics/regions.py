@@ -72,8 +72,10 @@ class HostEvents:
         return np.isin(self.cls, classes)
 
 
-def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
-    """Classify the events of process ``pid`` (see the module docstring); empty if None."""
+def host_events(cpu: pd.DataFrame, pid: int | None, threads: bool = True) -> HostEvents:
+    """Classify the events of process ``pid`` (see the module docstring); empty if None.
+    ``threads=False`` leaves their threads out (``tid`` None: readers of the whole process,
+    the idle causes and the step breakdown, do not need them)."""
     if pid is None or cpu.empty:
         z = np.empty(0, np.int64)
         return HostEvents(np.empty(0, object), np.empty(0, object), z, z, z)
@@ -86,8 +88,8 @@ def host_events(cpu: pd.DataFrame, pid: int | None) -> HostEvents:
         cls=cls[keep],
         start=cpu["start"].to_numpy(dtype=np.int64)[mine][keep],
         end=cpu["end"].to_numpy(dtype=np.int64)[mine][keep],
-        win=win_of(cpu)[mine][keep],
-        tid=cpu["tid"].to_numpy(dtype=np.int64)[mine][keep],
+        win=win_of(cpu)[mine][keep] if "win" in cpu.columns else None,  # None: one window
+        tid=cpu["tid"].to_numpy(dtype=np.int64)[mine][keep] if threads else None,
     )
 
 
@@ -141,7 +143,7 @@ def owners(cls: np.ndarray, s: np.ndarray, e: np.ndarray, rank: np.ndarray,
 
     def owner(classes: tuple[str, ...]) -> np.ndarray:
         idx = np.flatnonzero(np.isin(cls, classes))
-        o = innermost(bounds, s[idx], e[idx], rank[idx])
+        o = _innermost_at(bounds, s, e, rank, idx)
         has = o >= 0
         o[has] = idx[o[has]]  # into the events of ``cls``, in place (innermost's dtype)
         return o
@@ -300,7 +302,9 @@ def account(ev: HostEvents, lo: int, hi: int, whole: bool = False) -> dict[int, 
         s, e, cls, name = ev.start[m], ev.end[m], ev.cls[m], ev.name[m]
         rank = np.empty(m.size, np.int64)
         rank[np.lexsort((-e, s))] = np.arange(m.size)
-        bounds = sorted_unique(np.concatenate([s, e, [lo, hi]]).clip(lo, hi))
+        bounds = np.concatenate([s, e, [lo, hi]]).astype(np.int64, copy=False)
+        np.clip(bounds, lo, hi, out=bounds)
+        bounds = sorted_unique(bounds, mine=True)
         o = owners(cls, s, e, rank, bounds)
         inner = np.where(o.syn >= 0, o.syn, o.leaf)
         has_in = inner >= 0
@@ -356,24 +360,29 @@ def innermost(
     level, ``log2`` of the longest run levels. Its arrays are int32 where the sizes allow
     (half the memory of int64: the idle causes' peak).
     """
-    size = max(len(bounds) - 1, 0)
-    if rank is not None and len(rank):
-        top_rank = int(np.max(rank))
-    else:
-        top_rank = starts.size
-    dtype = np.int32 if max(size, starts.size, top_rank + 1) < 2**31 else np.int64
-    owner = np.full(size, -1, dtype)
-    if size == 0 or starts.size == 0:
-        return owner
     if rank is None:
-        rank = np.empty(starts.size, dtype)
-        rank[np.lexsort((-ends, starts))] = np.arange(starts.size, dtype=dtype)
-    a = np.searchsorted(bounds, starts, side="left")
-    b = np.minimum(np.searchsorted(bounds, ends, side="left"), size)
+        rank = np.empty(starts.size, np.int64)
+        rank[np.lexsort((-ends, starts))] = np.arange(starts.size)
+    return _innermost_at(bounds, starts, ends, rank, None)
+
+
+def _innermost_at(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray, rank: np.ndarray,
+                  of: np.ndarray | None) -> np.ndarray:
+    """:func:`innermost` among the events ``of`` (indices; None: all), indices into them."""
+    size = max(len(bounds) - 1, 0)
+    n = len(starts) if of is None else len(of)
+    top_rank = int(np.max(rank)) if len(rank) else 0
+    dtype = np.int32 if max(size, n, top_rank + 1) < 2**31 else np.int64
+    owner = np.full(size, -1, dtype)
+    if size == 0 or n == 0:
+        return owner
+    a = np.searchsorted(bounds, starts if of is None else starts[of], side="left")
+    b = np.minimum(np.searchsorted(bounds, ends if of is None else ends[of], side="left"), size)
     idx = np.flatnonzero(b > a)
     if not idx.size:
         return owner
-    a, b, r = a[idx].astype(dtype), b[idx].astype(dtype), np.asarray(rank)[idx].astype(dtype)
+    a, b = a[idx].astype(dtype), b[idx].astype(dtype)  # (the int64 ones go)
+    r = np.asarray(rank if of is None else rank[of])[idx].astype(dtype)
     level = np.frexp(b - a)[1] - 1  # floor(log2(b - a)), exact for any int32 length
     by_level = np.argsort(level, kind="stable")
     cuts = np.searchsorted(level[by_level], np.arange(int(level.max()) + 2))

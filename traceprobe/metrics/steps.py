@@ -163,7 +163,7 @@ def _regions(
     win = ev.win[idx] if ev.win is not None else np.zeros(idx.size, np.int64)
     rank = np.empty(idx.size, np.int64)  # the innermost rule's order, by the events' own times
     rank[np.lexsort((-ev.end[idx], ev.start[idx], win))] = np.arange(idx.size)
-    bounds = sorted_unique(np.concatenate([s, e, ev_s[idx], ev_e[idx]]))
+    bounds = sorted_unique(np.concatenate([s, e, ev_s[idx], ev_e[idx]]), mine=True)
     owner = innermost(bounds, ev_s[idx], ev_e[idx], rank)
     seg_s, length = bounds[:-1], np.diff(bounds)
     # a segment belongs to the last step starting at or before it, if inside that step

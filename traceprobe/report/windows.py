@@ -84,21 +84,24 @@ def _reports(
     busy = device_busy(gpu, devices, windows, names)
     streams = stream_busy(gpu, devices, windows)
     gpu_span = _gpu_spans(gpu, n)
-    host = host_events(cpu, pid)
     counts = _counts(gpu, cpu, tl.steps, n)
     concurrency = stream_concurrency(streams, devices, windows)
     pairs = cross_device(busy, windows)
     multi = multi_device_ns(busy, windows)
     copies_hidden = copy_compute(gpu, busy, windows)
     comm = comm_compute(gpu, devices, windows)
+    # the host events live only while their two readers run (the metrics are independent:
+    # their order is memory's, each one's peak over fewer held arrays)
+    host = host_events(cpu, pid, threads=False)
     idle = idle_causes(busy, host, windows)
+    breakdown = step_breakdown(gpu, host, tl.steps, devices, windows)
+    del host
     latency = launch_latency(gpu, cpu, windows)
     gaps = kernel_gaps(gpu, devices, cpu, windows)
     serials = serial(busy, streams, gpu_span, windows)
     kernels = top_kernels(gpu, devices, windows)
     ops = top_ops(cpu, windows)
     rates = copy_rates(gpu, devices, names, windows)
-    breakdown = step_breakdown(gpu, host, tl.steps, devices, windows)
     return [
         Report(
             trace=tl.source,
