@@ -90,10 +90,13 @@ def test_ranged_account_cuts_as_the_whole_account_does() -> None:
     ev = host_events(tl.cpu, host_process(tl.cpu))
     lo, hi = int(ev.start.min()) - 1_000, int(ev.end.max()) + 1_000
     whole, ranged = account(ev, lo, hi, whole=True)[-1], RangedAccount(ev)
+    lazy = RangedAccount.of(tl.cpu, host_process(tl.cpu))  # its events made when first read
+    assert lazy.ev is None
     rng = np.random.default_rng(7)
     for width in (1, 500, 20_000, 2_000_000, hi - lo):
         for a in rng.integers(lo, hi - width + 1, 20).tolist():
             assert ranged.pieces(a, a + width) == whole.pieces(a, a + width)
+            assert lazy.pieces(a, a + width) == whole.pieces(a, a + width)
 
 
 host_events_ = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12),

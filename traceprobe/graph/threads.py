@@ -26,8 +26,6 @@ what its thread was doing at every instant, which the critical path's host piece
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 
@@ -102,8 +100,7 @@ def accounts(g: Graph, cpu: pd.DataFrame) -> None:
     main = host_process(cpu)
     events = {pid: host_events(cpu, pid) for pid in pids | ({main} if main is not None else set())}
     if main is not None and len(events[main].start):  # read for a few intervals: made so
-        # it reads names, classes and times only: the events' windows and threads go
-        g.accounts[PROCESS] = RangedAccount(replace(events[main], win=None, tid=None))
+        g.accounts[PROCESS] = RangedAccount.of(cpu, main)  # its events made when first read
     for li, lane in enumerate(g.lanes):
         if lane[0] == "host":
             on = (cpu["pid"].to_numpy() == lane[1]) & (cpu["tid"].to_numpy() == lane[2])

@@ -274,15 +274,28 @@ class RangedAccount:
     intervals asked, each from the events that overlap it: the same :meth:`Account.pieces`
     (an instant's owner depends only on the events covering it, a segment's bounds only on
     the events inside), without making the account of the whole trace when a caller needs
-    a few of its intervals (the critical path: its long GPU waits)."""
+    a few of its intervals (the critical path: its long GPU waits).
 
-    ev: HostEvents
+    :meth:`of` makes one that classifies its process's events only when first asked (the
+    critical path often never is: no copy of them is held meanwhile)."""
+
+    ev: HostEvents | None
+    source: tuple[pd.DataFrame, int] | None = None  # (CPU frame, pid) of an ``of`` one
+
+    @classmethod
+    def of(cls, cpu: pd.DataFrame, pid: int) -> RangedAccount:
+        return cls(None, (cpu, pid))
 
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, str, str]]:
         if hi <= lo:
             return []
-        on = np.flatnonzero((self.ev.start < hi) & (self.ev.end > lo))
-        sub = HostEvents(self.ev.name[on], self.ev.cls[on], self.ev.start[on], self.ev.end[on])
+        ev = self.ev
+        if ev is None:
+            assert self.source is not None
+            ev = host_events(*self.source, threads=False)
+            object.__setattr__(self, "ev", ev)
+        on = np.flatnonzero((ev.start < hi) & (ev.end > lo))
+        sub = HostEvents(ev.name[on], ev.cls[on], ev.start[on], ev.end[on])
         acc = account(sub, lo, hi, whole=True).get(-1)
         return acc.pieces(lo, hi) if acc is not None else [(lo, hi, "python", UNTRACED)]
 
@@ -337,7 +350,8 @@ def _merged(bounds: np.ndarray, cls: np.ndarray, name: np.ndarray) -> Account:
     new = np.ones(n, bool)
     new[1:] = (cls[1:] != cls[:-1]) | (name[1:] != name[:-1])
     first = np.flatnonzero(new)
-    return Account(bounds[first], bounds[np.append(first[1:], n)], cls[first], name[first])
+    edges = bounds[np.append(first, n)]  # the runs' bounds: their starts and ends are views
+    return Account(edges[:-1], edges[1:], cls[first], name[first])
 
 
 def innermost(

@@ -80,6 +80,8 @@ class Axis:
         hi = np.maximum(np.asarray(hi, _I64).reshape(-1), lo)
         step = hi - lo + 1  # one ns between stretches: neighbours never touch
         base = np.concatenate([[0], np.cumsum(step)[:-1]]).astype(_I64)
+        if lo.shape[0]:  # the axis starts at the first window's start: one window is laid
+            base += lo[0]  # where it is (its rows' times need no copy: :meth:`put`)
         return cls(lo, hi, base)
 
     @property
@@ -87,9 +89,24 @@ class Axis:
         return int(self.lo.shape[0])
 
     def put(self, t: np.ndarray, win: np.ndarray) -> np.ndarray:
-        """Times ``t`` of rows of windows ``win``, clipped to their window, on the axis."""
+        """Times ``t`` of rows of windows ``win``, clipped to their window, on the axis
+        (in place on one new array: of one window, without per-row bounds)."""
+        t = np.asarray(t, _I64)
+        if self.lo.shape[0] == 1:
+            lo0, hi0, shift = int(self.lo[0]), int(self.hi[0]), int(self.base[0] - self.lo[0])
+            if not shift and (not t.size or (int(t.min()) >= lo0 and int(t.max()) <= hi0)):
+                view = t.view()  # already on the axis (a window's own rows): read-only
+                view.flags.writeable = False
+                return view
+            out = np.clip(t, lo0, hi0)
+            out += shift
+            return out
         lo = self.lo[win]
-        return self.base[win] + (np.clip(np.asarray(t, _I64), lo, self.hi[win]) - lo)
+        out = np.clip(t, lo, self.hi[win])
+        out -= lo
+        del lo
+        out += self.base[win]
+        return out
 
     def windows(self, which: np.ndarray | None = None) -> Spans:
         """The windows (all, or those of the boolean mask ``which``) as a set on the axis."""
