@@ -24,6 +24,7 @@ crosses windows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def _last_open(s: np.ndarray, e: np.ndarray, new: np.ndarray) -> np.ndarray:
     odd one is two reads of the level below): a quarter of the int64 table's memory, which
     was top ops' peak."""
     rows = len(s)
-    dtype = np.int32 if 2 * rows + 2 < 2**31 else np.int64
+    dtype: Any = np.int32 if 2 * rows + 2 < 2**31 else np.int64
     by_end = np.sort(e)
     e_rank = (np.searchsorted(by_end, e, side="left") + 1).astype(dtype)
     s_rank = np.searchsorted(by_end, s, side="right").astype(dtype)

@@ -41,6 +41,7 @@ region, as the idle causes' ``children`` do.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -386,7 +387,7 @@ def _innermost_at(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray, rank
     size = max(len(bounds) - 1, 0)
     n = len(starts) if of is None else len(of)
     top_rank = int(np.max(rank)) if len(rank) else 0
-    dtype = np.int32 if max(size, n, top_rank + 1) < 2**31 else np.int64
+    dtype: Any = np.int32 if max(size, n, top_rank + 1) < 2**31 else np.int64
     owner = np.full(size, -1, dtype)
     if size == 0 or n == 0:
         return owner
