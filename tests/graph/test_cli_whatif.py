@@ -86,3 +86,22 @@ def test_usage_errors():
     assert r.exit_code == 2
     r = _run("/nonexistent/trace.json")
     assert r.exit_code in (2, 3) and "Traceback" not in r.output
+
+
+def test_json_is_written_in_pieces_as_json_dumps_writes_it(tmp_path):
+    """GIVEN the JSON written a piece at a time (whatif.py's _batches; --step all's is
+    ~30 MB on the benchmark trace) THEN the file is, byte for byte, json.dumps of its own
+    content (indent 2, non-ASCII kept) and a newline, to stdout too; and pieces of any size
+    join to the text."""
+    from traceprobe.cli.whatif import _batches
+
+    out = tmp_path / "w.json"
+    assert _run(str(SEQ), "-s", "no-host-sync", "-o", str(out)).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
+    assert _run(str(SEQ), "-s", "no-host-sync", "-f", "json").output == text
+    parts = [["a", "bé", "", "cd" * 5], ["\n"]]
+    for size in (1, 3, 100):
+        got = list(_batches(parts, size))
+        assert b"".join(got).decode() == "abé" + "cd" * 5 + "\n"
+        assert all(len(p.decode()) < size + 10 for p in got)

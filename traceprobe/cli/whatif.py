@@ -7,6 +7,7 @@ Markdown) and write through :mod:`traceprobe.output`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 
 import click
 
@@ -91,8 +92,24 @@ def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: st
                "step as if run unprofiled, the speedup the change's alone (--keep-profiler "
                "keeps the profiler's cost)"] if base else []
     result["notes"] = [*input_lines(tl), *default, *(result.get("notes") or [])]
-    if fmt == "json":
-        text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    else:
-        text = render(result, fmt)
-    output.write_text(output_path, text, force=force)
+    if fmt == "json":  # json.dumps's text, written as it is made (--step all's is ~30 MB)
+        chunks = json.JSONEncoder(indent=2, ensure_ascii=False, allow_nan=False).iterencode(
+            result)
+        output.write_pieces(output_path, _batches([chunks, ["\n"]]), force=force)
+        return
+    output.write_text(output_path, render(result, fmt), force=force)
+
+
+def _batches(parts: list[Iterable[str]], size: int = 1 << 20) -> Iterator[bytes]:
+    """The strings of ``parts`` concatenated, as UTF-8 pieces of about ``size`` characters."""
+    buf: list[str] = []
+    held = 0
+    for part in parts:
+        for chunk in part:
+            buf.append(chunk)
+            held += len(chunk)
+            if held >= size:
+                yield "".join(buf).encode("utf-8")
+                buf, held = [], 0
+    if buf:
+        yield "".join(buf).encode("utf-8")
