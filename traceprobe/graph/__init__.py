@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 SCHEMA = "traceprobe.whatif/1"
 GPU_NEAR = 0.9  # a step whose GPU span is this share of its host span is walked on the GPU
+GPU_IDLE_SLACK = 0.05  # ... unless that walk's idle exceeds the host walk's by this share of the step
 
 
 @dataclass(frozen=True)
@@ -270,8 +271,10 @@ def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: An
     host span (it sets the period, :mod:`.period`, or nearly: the host ran ahead of it, or
     just kept it fed), from the GPU op still running at the end marker instead (the last to
     end before it if none runs), staying on the GPU, so that the path follows what bounds
-    the step — unless that path is more idle than the host's (the GPU mostly waited, on what
-    the graph does not see: then it did not bound the step). :data:`STEP_BLOCK` steps at a
+    the step — unless that path is more idle than the host's by over :data:`GPU_IDLE_SLACK` of
+    the step (the GPU waited, on what the graph does not see: then it did not bound the step;
+    a GPU path with a few short gaps, such as the backlog of kernels launched before the
+    recording began, still bounds it). :data:`STEP_BLOCK` steps at a
     time, their walks' host pieces resolved together (one numpy pass per thread)."""
     from traceprobe.graph.path import merge, resolve, trace_back
 
@@ -297,14 +300,36 @@ def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: An
                 lists.steps[s, e] = merge(on_host)
                 continue
             on_gpu = done[c[1] : c[2]]
-            # a GPU that mostly waited (on what the graph does not see) does not bound it
-            lists.steps[s, e] = merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
+            # a GPU that waited (on what the graph does not see) does not bound it
+            lists.steps[s, e] = merge(on_gpu if _gpu_bounds(on_gpu, on_host, int(rp.start[e])
+                                                            - int(rp.start[s])) else on_host)
 
 
-def _idle(pieces: list[Any]) -> int:
-    from traceprobe.graph.path import parts
+def _gpu_bounds(on_gpu: list[Any], on_host: list[Any], length: int) -> bool:
+    """Whether a GPU-near step's path is its GPU walk rather than its host walk: when it is
+    no more idle; or when it is mostly GPU work (half the step or more) and finds at least
+    :data:`GPU_IDLE_SLACK` of the step more GPU work than the host walk for at most that
+    much more idle (short gaps, such as those between kernels launched before the recording
+    began, whose launches the trace lacks, do not hand a busy GPU's step to the host)."""
+    gpu, host = _shares(on_gpu), _shares(on_host)
+    if gpu["idle"] <= host["idle"]:
+        return True
+    slack = GPU_IDLE_SLACK * length
+    return (gpu["gpu"] >= 0.5 * length and gpu["gpu"] - host["gpu"] >= slack
+            and gpu["idle"] - host["idle"] <= slack)
 
-    return sum(v for p in pieces for k, v in parts(p) if k == "idle")
+
+def _shares(pieces: list[Any]) -> dict[str, int]:
+    from traceprobe.graph.path import GPU_CATEGORIES, parts
+
+    out = {"idle": 0, "gpu": 0}
+    for p in pieces:
+        for k, v in parts(p):
+            if k == "idle":
+                out["idle"] += v
+            elif k in GPU_CATEGORIES:
+                out["gpu"] += v
+    return out
 
 
 def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:
