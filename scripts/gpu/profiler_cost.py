@@ -46,7 +46,8 @@ def loops(dev: torch.device) -> dict[str, Callable[[], None]]:
     cpu = torch.device("cpu")
     a, b, c = (torch.ones(1, device=dev) for _ in range(3))
     ca, cb, cc = (torch.ones(1, device=cpu) for _ in range(3))
-    x, w, bias = torch.ones(2, 4, device=dev), torch.ones(3, 4, device=dev), torch.ones(3, device=dev)
+    x, w = torch.ones(2, 4, device=dev), torch.ones(3, 4, device=dev)
+    bias = torch.ones(3, device=dev)
     cx, cw, cbias = x.cpu(), w.cpu(), bias.cpu()
     many = [torch.ones(1, device=dev) for _ in range(16)]
     return {

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 SCHEMA = "traceprobe.whatif/1"
 GPU_NEAR = 0.9  # a step whose GPU span is this share of its host span is walked on the GPU
-GPU_IDLE_SLACK = 0.05  # ... unless that walk's idle exceeds the host walk's by this share of the step
+GPU_IDLE_SLACK = 0.05  # ... unless its walk is more idle than the host walk by this share of it
 
 
 @dataclass(frozen=True)
