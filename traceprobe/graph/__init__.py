@@ -14,7 +14,7 @@ and what-if".
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +113,29 @@ def critical_paths(
         r for r in g.steps if r[0] in set(steps)]
     path = _windowed(g, rp, lists, window) if whole else None
     _walk_steps(g, rp, [(s, e) for _, s, e in wanted], lists)
-    return {"window": path, "steps": {n: _step(g, rp, s, e, lists) for n, s, e in wanted}}
+    return {"window": path, "steps": StepPaths(
+        {n: _step_walk(g, rp, s, e, lists) for n, s, e in wanted})}
+
+
+class StepPaths(Mapping[int, dict[str, Any]]):
+    """Each step's ``critical_path`` object by step number, made when it is read (the walked
+    pieces are kept, not the objects: a report of thousands of steps builds its steps'
+    objects a block at a time, :class:`traceprobe.report.blocks.StepReports`)."""
+
+    def __init__(self, walked: dict[int, tuple[list[Any], int, int, int]]) -> None:
+        self._walked = walked
+
+    def __getitem__(self, n: int) -> dict[str, Any]:
+        from traceprobe.graph.path import summary
+
+        pieces, lo, hi, shift = self._walked[n]
+        return summary(pieces, lo, hi, shift)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._walked)
+
+    def __len__(self) -> int:
+        return len(self._walked)
 
 
 def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) -> dict[str, Any]:
@@ -233,11 +255,18 @@ def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None
 def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
     from traceprobe.graph.path import summary
 
+    return summary(*_step_walk(g, rp, s, e, lists))
+
+
+def _step_walk(g: Graph, rp: Replay, s: int, e: int, lists: Any
+               ) -> tuple[list[Any], int, int, int]:
+    """(pieces, start, end, shift) of the step with markers ``s``..``e``: what its
+    ``critical_path`` object is made of (:func:`traceprobe.graph.path.summary`)."""
     lo, hi = int(rp.start[s]), int(rp.start[e])
     shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
     pieces = _step_pieces(g, rp, s, e, lists)
     lists.steps.pop((s, e), None)  # read for the last time (the window's path came first)
-    return summary(pieces, lo, hi, shift)
+    return pieces, lo, hi, shift
 
 
 def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
