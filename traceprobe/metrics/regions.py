@@ -158,13 +158,14 @@ class Account:
     """One thread's account: segments ``[start[i], end[i])`` tiling ``[lo, hi)`` with a
     class (:data:`ACCOUNT_CLASSES`, the path's refinement: :func:`account`) and a name (the
     owning event's; inside a user region ``"region / inner"``; :data:`UNTRACED` for none).
-    :func:`account` makes them runs (no two adjacent of one class and name): every reader
-    (:meth:`time_in`, :meth:`pieces`, :meth:`summaries`) gives the same either way."""
+    :func:`account` makes them runs (no two adjacent of one class and name), their classes
+    and names pandas categoricals: every reader (:meth:`time_in`, :meth:`pieces`,
+    :meth:`summaries`) gives the same for runs or not, object arrays or categoricals."""
 
     start: np.ndarray
     end: np.ndarray
-    cls: np.ndarray  # object
-    name: np.ndarray  # object
+    cls: Any  # object array, or a pandas Categorical of the texts
+    name: Any
 
     def time_in(self, cls: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per interval ``[lo[i], hi[i])``: its time of class ``cls`` (int64 ns)."""
@@ -313,46 +314,75 @@ def account(ev: HostEvents, lo: int, hi: int, whole: bool = False) -> dict[int, 
         tid = np.full(len(ev.start), -1, np.int64)
     for t in sorted_unique(tid).tolist():
         m = np.flatnonzero(tid == t)
-        s, e, cls, name = ev.start[m], ev.end[m], ev.cls[m], ev.name[m]
+        s, e, cls = ev.start[m], ev.end[m], ev.cls[m]
         rank = np.empty(m.size, np.int64)
         rank[np.lexsort((-e, s))] = np.arange(m.size)
         bounds = np.concatenate([s, e, [lo, hi]]).astype(np.int64, copy=False)
         np.clip(bounds, lo, hi, out=bounds)
         bounds = sorted_unique(bounds, mine=True)
         o = owners(cls, s, e, rank, bounds)
-        inner = np.where(o.syn >= 0, o.syn, o.leaf)
-        has_in = inner >= 0
-        k = np.where(has_in, cls[np.maximum(inner, 0)], "python") if m.size else \
-            np.full(len(o.reg), "python", object)
-        nm = np.where(has_in, name[np.maximum(inner, 0)], UNTRACED) if m.size else \
-            np.full(len(o.reg), UNTRACED, object)
-        r = o.reg >= 0
-        rc = cls[np.maximum(o.reg, 0)] if m.size else k
-        phase = r & (rc != "region")
-        k = np.where(phase, rc, k)
-        nm = np.where(phase, name[np.maximum(o.reg, 0)] if m.size else nm, nm)
-        plain = r & (rc == "region")
-        if plain.any():
-            rn = name[o.reg[plain]]
-            nm[plain] = np.array([f"{a} / {b}" for a, b in zip(rn.tolist(), nm[plain].tolist(),
-                                                               strict=True)], object)
-            k = np.where(plain & ~has_in, "region", k)
-        out[int(t)] = _merged(bounds, np.asarray(k, object), np.asarray(nm, object))
+        del s, e, rank
+        out[int(t)] = _labelled(bounds, o, cls, ev.name[m])
     return out
 
 
-def _merged(bounds: np.ndarray, cls: np.ndarray, name: np.ndarray) -> Account:
-    """The account of segments ``[bounds[i], bounds[i+1])`` of class ``cls[i]`` and name
-    ``name[i]``, adjacent segments of one class and name as one (what every reader merges
-    them into: its runs are its segments, so they are not made again)."""
-    n = len(cls)
-    if n < 2:
-        return Account(bounds[:-1], bounds[1:], cls, name)
+class _Texts:
+    """Texts numbered as first given, each once: codes that compare as their texts do."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, int] = {}
+
+    def code(self, text: str) -> int:
+        return self.table.setdefault(text, len(self.table))
+
+    def codes(self, values: np.ndarray) -> np.ndarray:
+        """The code of each of ``values`` (object), by one hashing pass over them."""
+        inverse, uniques = pd.factorize(pd.Series(values, dtype=object))
+        return np.array([self.code(str(u)) for u in uniques], np.int64)[inverse]
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+        return pd.Categorical.from_codes(codes, categories=list(self.table))
+
+
+def _labelled(bounds: np.ndarray, o: Owners, cls: np.ndarray, name: np.ndarray) -> Account:
+    """The account of segments ``[bounds[i], bounds[i+1])`` with the owners ``o`` among
+    events of classes ``cls`` and names ``name``: each segment's class and name by the rules
+    (:func:`account`), worked out on codes of the texts, then adjacent segments of one class
+    and name as one (what every reader merges them into: its runs are its segments), their
+    texts as categoricals (a small code per run, each text once: the critical path holds an
+    account of every host thread)."""
+    classes, names = _Texts(), _Texts()
+    c_ev, n_ev = classes.codes(cls), names.codes(name)
+    python, region, untraced = classes.code("python"), classes.code("region"), names.code(UNTRACED)
+    inner = np.where(o.syn >= 0, o.syn, o.leaf)
+    has_in = inner >= 0
+    k = np.where(has_in, c_ev[np.maximum(inner, 0)], python)
+    nm = np.where(has_in, n_ev[np.maximum(inner, 0)], untraced)
+    del inner
+    r = o.reg >= 0
+    reg = np.maximum(o.reg, 0)
+    rc = c_ev[reg]
+    phase = r & (rc != region)
+    k = np.where(phase, rc, k)
+    nm = np.where(phase, n_ev[reg], nm)
+    plain = r & (rc == region)
+    if plain.any():  # "region / inner": one text per pair
+        width = len(names.table)
+        pair = n_ev[reg[plain]] * width + nm[plain]
+        uniq, inv = np.unique(pair, return_inverse=True)
+        text = list(names.table)
+        joined = np.array([names.code(f"{text[p // width]} / {text[p % width]}")
+                           for p in uniq.tolist()], np.int64)
+        nm[plain] = joined[inv.reshape(-1)]
+        k = np.where(plain & ~has_in, region, k)
+    n = len(k)
     new = np.ones(n, bool)
-    new[1:] = (cls[1:] != cls[:-1]) | (name[1:] != name[:-1])
+    if n > 1:
+        new[1:] = (k[1:] != k[:-1]) | (nm[1:] != nm[:-1])
     first = np.flatnonzero(new)
     edges = bounds[np.append(first, n)]  # the runs' bounds: their starts and ends are views
-    return Account(edges[:-1], edges[1:], cls[first], name[first])
+    return Account(edges[:-1], edges[1:], classes.categorical(k[first]),
+                   names.categorical(nm[first]))
 
 
 def innermost(
