@@ -175,3 +175,18 @@ def test_grouped_sweeps_are_each_groups_own(raw) -> None:
     a, b = np.array([0, 1, 2, 3, 0], I64), np.array([1, 2, 3, 0, 0], I64)
     got = iv.overlaps(u, a, u, b).tolist()
     assert got == [iv.overlap(sets[i], sets[j]) for i, j in zip(a, b, strict=True)]
+
+
+def test_factorized_in_chunks_is_pandas_factorize() -> None:
+    """GIVEN object values with repeats, missing ones and more rows than a chunk WHEN
+    factorizing them a chunk at a time THEN codes and distinct values are pd.factorize's."""
+    from traceprobe.metrics.grouping import factorized
+
+    rng = np.random.default_rng(5)
+    pool = np.array(["a", "b", "aten::mm", "", None, "é", "b"], dtype=object)
+    values = pool[rng.integers(0, len(pool), 1000)]
+    want_codes, want_uniques = pd.factorize(pd.Series(values, dtype=object))
+    for chunk in (1, 7, 64, 5000):
+        codes, uniques = factorized(values, chunk)
+        assert codes.tolist() == want_codes.tolist()
+        assert uniques == list(want_uniques)

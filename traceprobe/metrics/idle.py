@@ -44,6 +44,7 @@ from traceprobe.metrics.devices import DeviceBusy
 from traceprobe.metrics.grouping import (
     Axis,
     Windows,
+    factorized,
     grouped_sum,
     key_changes,
     sorted_unique,
@@ -178,10 +179,10 @@ def _lay(ev: HostEvents, axis: Axis) -> _Laid:
     # each array goes when last read, and the codes are made after the account's search: a
     # lower peak (this is analyze's)
     del rank, s, e
-    codes, uniques = pd.factorize(pd.Series(ev.name, dtype=object))
+    codes, uniques = factorized(ev.name)
     codes = codes.astype(own.reg.dtype)
     names = [str(u) for u in uniques] + list(_SPECIAL)
-    cls_codes, cls_uniques = pd.factorize(pd.Series(ev.cls, dtype=object))
+    cls_codes, cls_uniques = factorized(ev.cls)
     kind = np.array([_KIND[str(c)] for c in cls_uniques], np.int8)[cls_codes]
     del cls_codes
     return _Laid(
@@ -233,9 +234,9 @@ def _charges(laid: _Laid, idle_s: np.ndarray, idle_e: np.ndarray, others: Spans)
         other_busy = (k >= 0) & (x < others.ends[np.maximum(k, 0)])
 
     u = len(laid.names) - len(_SPECIAL)
-    kind = np.full(x.size, _KIND["host_idle"], np.int64)
-    name = np.full(x.size, u + 2, np.int64)
-    child = np.full(x.size, -1, np.int64)
+    kind = np.full(x.size, _KIND["host_idle"], np.int8)  # (codes in small types: a lower peak)
+    name = np.full(x.size, u + 2, laid.name.dtype)
+    child = np.full(x.size, -1, laid.name.dtype)
     event = gap + laid.n_events  # host idle: its "calls" are idle gaps
     inner = np.where(syn >= 0, syn, leaf)
     inner_name = np.where(inner >= 0, laid.name[np.maximum(inner, 0)], u + 3) if laid.n_events \

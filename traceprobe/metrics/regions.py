@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.intervals import sorted_unique
-from traceprobe.metrics.grouping import win_of
+from traceprobe.metrics.grouping import factorized, win_of
 
 REGION_CLASSES = ("dataloader", "optimizer", "region")
 LEAF_CLASSES = ("sync", "runtime", "cpu_op")
@@ -105,8 +105,8 @@ def _classes(kind: np.ndarray, name: np.ndarray) -> np.ndarray:
     cls = np.full(len(kind), "", object)
     if not len(kind):
         return cls
-    inverse, names = pd.factorize(name)  # each distinct name once (hashing, not sorting)
-    names = names.astype(str)
+    inverse, distinct = factorized(name)  # each distinct name once (hashing, not sorting)
+    names = np.array([str(n) for n in distinct], dtype=object)
     is_dl = np.array(["DataLoader" in n for n in names], bool)[inverse]
     is_opt = np.array([n.startswith("Optimizer.") for n in names], bool)[inverse]
     is_step = np.array([n.startswith(STEP_PREFIX) for n in names], bool)[inverse]
@@ -144,6 +144,8 @@ def owners(cls: np.ndarray, s: np.ndarray, e: np.ndarray, rank: np.ndarray,
 
     def owner(classes: tuple[str, ...]) -> np.ndarray:
         idx = np.flatnonzero(np.isin(cls, classes))
+        if len(cls) < 2**31:
+            idx = idx.astype(np.int32)
         o = _innermost_at(bounds, s, e, rank, idx)
         has = o >= 0
         o[has] = idx[o[has]]  # into the events of ``cls``, in place (innermost's dtype)
@@ -337,7 +339,7 @@ class _Texts:
 
     def codes(self, values: np.ndarray) -> np.ndarray:
         """The code of each of ``values`` (object), by one hashing pass over them."""
-        inverse, uniques = pd.factorize(pd.Series(values, dtype=object))
+        inverse, uniques = factorized(values)
         return np.array([self.code(str(u)) for u in uniques], np.int64)[inverse]
 
     def categorical(self, codes: np.ndarray) -> pd.Categorical:
@@ -421,15 +423,22 @@ def _innermost_at(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray, rank
     owner = np.full(size, -1, dtype)
     if size == 0 or n == 0:
         return owner
-    a = np.searchsorted(bounds, starts if of is None else starts[of], side="left")
-    b = np.minimum(np.searchsorted(bounds, ends if of is None else ends[of], side="left"), size)
-    idx = np.flatnonzero(b > a)
-    if not idx.size:
-        return owner
-    a, b = a[idx].astype(dtype), b[idx].astype(dtype)  # (the int64 ones go)
-    r = np.asarray(rank if of is None else rank[of])[idx].astype(dtype)
+    # (each made in ``dtype`` at once: the int64 ones go)
+    a = np.searchsorted(bounds, starts if of is None else starts[of], side="left").astype(dtype)
+    b = np.searchsorted(bounds, ends if of is None else ends[of], side="left").astype(dtype)
+    np.minimum(b, size, out=b)
+    keep = b > a
+    r = np.asarray(rank if of is None else rank[of]).astype(dtype)
+    if keep.all():
+        idx = np.arange(len(a), dtype=dtype)
+    else:
+        idx = np.flatnonzero(keep).astype(dtype)
+        if not idx.size:
+            return owner
+        a, b, r = a[idx], b[idx], r[idx]
+    del keep
     level = np.frexp(b - a)[1] - 1  # floor(log2(b - a)), exact for any int32 length
-    by_level = np.argsort(level, kind="stable")
+    by_level = np.argsort(level, kind="stable").astype(dtype)
     cuts = np.searchsorted(level[by_level], np.arange(int(level.max()) + 2))
     del level
     best = np.full(size, -1, dtype)

@@ -37,6 +37,7 @@ from traceprobe.intervals import offsets, sorted_unique
 from traceprobe.metrics.grouping.keys import (
     NONE,
     KeyGroups,
+    factorized,
     first_of_each,
     group_ids,
     grouped_max,
@@ -65,7 +66,8 @@ from traceprobe.metrics.grouping.windows import (
 )
 
 __all__ = [
-    "NONE", "Axis", "KeyGroups", "Windows", "chunks", "cut", "first_of_each", "group_ids",
+    "NONE", "Axis", "KeyGroups", "Windows", "chunks", "cut", "factorized", "first_of_each",
+    "group_ids",
     "grouped_max", "grouped_quantile", "grouped_sum", "key_changes", "key_groups",
     "latest_end_before", "lookup", "of_kind", "offsets", "pairs_within", "per_window",
     "positions", "rank", "report_rows", "rows_of", "sorted_unique", "string_ranks",

@@ -187,6 +187,26 @@ def key_groups(win: np.ndarray, columns: Sequence[Any]) -> KeyGroups:
                      values=tuple(u[c] for u, c in zip(uniques, group_codes, strict=True)))
 
 
+FACTORIZE_CHUNK = 1 << 15
+
+
+def factorized(values: Any, chunk: int = FACTORIZE_CHUNK) -> tuple[np.ndarray, list[Any]]:
+    """``pd.factorize`` of an object array (codes int64 in order of first appearance, -1 for
+    a missing value; the distinct values), ``chunk`` rows at a time: its hash table holds a
+    chunk, not every row (10 MB for the 200,000 names of a host, with 113 distinct)."""
+    values = np.asarray(values, dtype=object)
+    if len(values) <= chunk:
+        codes, uniques = pd.factorize(pd.Series(values, dtype=object))
+        return np.asarray(codes, _I64), list(uniques)
+    out = np.empty(len(values), _I64)
+    seen: dict[Any, int] = {}
+    for at in range(0, len(values), chunk):
+        codes, uniques = pd.factorize(pd.Series(values[at : at + chunk], dtype=object))
+        known = np.array([seen.setdefault(u, len(seen)) for u in uniques] + [-1], _I64)
+        out[at : at + chunk] = known[codes]  # (-1, missing, reads the last: -1)
+    return out, list(seen)
+
+
 def of_kind(df: pd.DataFrame, kind: str) -> np.ndarray:
     """The rows of ``df`` whose ``kind`` is ``kind`` (a numpy comparison, cheaper than a
     Series one)."""
