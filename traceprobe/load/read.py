@@ -171,16 +171,22 @@ class EventStream:
         buf = buf[start:]
         wait_for = self.batch_bytes  # a failed try waits for twice the text: linear time
         for chunk in it:
-            buf = buf + chunk if buf else chunk
-            if len(buf) < wait_for:
+            if len(buf) + len(chunk) < wait_for:
+                buf = buf + chunk if buf else chunk
                 continue
-            batch, cut = self._batch(buf, consumed, listform)
+            # the cut is looked for in the new chunk first, so that the batch's text is
+            # copied once (into the decoded text), not also into a joined buffer
+            batch, cut = self._batch(buf, chunk, consumed, listform)
+            if batch is None and buf:  # none there: in the whole text, joined
+                buf, chunk = b"", buf + chunk
+                batch, cut = self._batch(buf, chunk, consumed, listform)
             if batch is not None:
                 yield self._count(batch)
-                buf = buf[cut:]
+                buf = chunk[cut - len(buf) :]
                 consumed += cut
                 wait_for = self.batch_bytes
             else:  # no cut found (a long string, a run of whitespace): not again per chunk
+                buf = buf + chunk if buf else chunk
                 wait_for = 2 * len(buf)
         yield from self._tail(buf, consumed, listform)
 
@@ -296,8 +302,11 @@ class EventStream:
             return -1, False  # the key sits somewhere unusual: let the whole decode judge
         return m.end(), False
 
-    def _batch(self, buf: bytes, consumed: int, listform: bool) -> tuple[list[Event] | None, int]:
-        """Decode the whole events at the front of ``buf``; (None, 0) if no safe cut.
+    def _batch(
+        self, head: bytes, buf: bytes, consumed: int, listform: bool
+    ) -> tuple[list[Event] | None, int]:
+        """Decode the whole events at the front of ``head + buf``, cut inside ``buf``;
+        (None, 0) if no safe cut there. The cut is an offset into ``head + buf``.
 
         A cut inside a nested value or a string shows as JSON that ends too early
         (at the cut); an error before the cut is in the file itself.
@@ -313,7 +322,7 @@ class EventStream:
             k = _skip_ws(buf, j + 1)
             if buf[k : k + 1] != b"{":
                 continue
-            data = b"".join([b"[", memoryview(buf)[: end + 1], b"]"])
+            data = b"".join([b"[", head, memoryview(buf)[: end + 1], b"]"])
             try:
                 batch = self._decode(_EVENTS, data)
             except msgspec.ValidationError as e:
@@ -325,8 +334,8 @@ class EventStream:
                 continue  # the cut fell inside a nested value or string: try an earlier one
             except RecursionError:
                 raise _nesting_error(self.source) from None
-            self._kept_to = consumed + end + 1
-            return batch, k
+            self._kept_to = consumed + len(head) + end + 1
+            return batch, len(head) + k
         return None, 0
 
     def _tail(self, buf: bytes, consumed: int, listform: bool) -> Iterator[list[Event]]:
