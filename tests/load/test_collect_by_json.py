@@ -190,3 +190,27 @@ def test_ts_and_dur_are_exact_and_each_named_when_bad() -> None:
     with pytest.raises(TraceError, match=r"non-numeric or out-of-range dur .*traceEvents\[7\]"):
         collect(EventStream([bad], "t.json"), "t.json")
     assert np.all(cols.cpu["end"] >= cols.cpu["start"])
+
+
+@pytest.mark.parametrize("chunk", [1, 13, 4096, 1 << 22])
+def test_only_top_level_trace_events_keys_count(chunk: int) -> None:
+    """GIVEN "traceEvents" keys nested inside events (in the batches and in the last
+    events) WHEN read THEN the trace loads as json reads it; GIVEN a second top-level key
+    (or one nested in a top-level value), before or after an array read in many batches,
+    THEN it is refused."""
+    from traceprobe.errors import TraceError
+
+    def read(text: bytes) -> list[str]:
+        chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+        return [e.name for b in EventStream(iter(chunks), "t.json", batch_bytes=256) for e in b]
+
+    ev = ('{{"ph":"X","cat":"cpu_op","name":"op{0}","pid":1,"tid":1,"ts":{0},"dur":1,'
+          '"args":{{"traceEvents": [{{"traceEvents": {0}}}]}}}}')
+    events = ", ".join(ev.format(i) for i in range(40))
+    nested = ('{"traceEvents": [' + events + '], "traceName": "x"}').encode()
+    assert read(nested) == [e["name"] for e in _events(nested)]
+    for dup in ('{"traceEvents": [' + events + '], "traceEvents": []}',
+                '{"traceName": {"traceEvents": 1}, "traceEvents": [' + events + "]}",
+                '{"traceEvents": [' + events + '],\n"a": {"traceEvents": 1}, "traceEvents": []}'):
+        with pytest.raises(TraceError, match='"traceEvents" appears'):
+            read(dup.encode())
