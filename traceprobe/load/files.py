@@ -15,8 +15,6 @@ pieces, gunzipped by the same code; a local path never touches fsspec.
 from __future__ import annotations
 
 import os
-import queue
-import threading
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -82,11 +80,6 @@ class FileChunks:
         self.trailing = 0
 
     def __iter__(self) -> Iterator[bytes]:
-        if isinstance(self.path, str):  # a URL: its file system's own threads do the reading
-            return self._chunks()
-        return _ahead(self._chunks())
-
-    def _chunks(self) -> Iterator[bytes]:
         p = self.path
         f = open_url(p, self.storage_options) if isinstance(p, str) else self._open(p)
         with f:
@@ -179,53 +172,3 @@ class FileChunks:
                 "the gzip file holds no data",
                 f"the profiler probably stopped before writing; {REEXPORT}",
             )
-
-
-_DONE = object()
-AHEAD = 4  # pieces read ahead at most (about 4 MB of JSON)
-
-
-def _ahead(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """``chunks``, produced in a background thread up to ``AHEAD`` pieces ahead, so that
-    reading and gunzip (which release the GIL) overlap the decoding of earlier pieces.
-
-    An error in the thread is raised here, where the piece would have come; when the
-    consumer stops early (an error, ``close()``), the thread stops and is joined. The
-    thread is started by the first ``next()``, so an iterator never run starts none.
-    """
-    q: queue.Queue[Any] = queue.Queue(AHEAD)
-    stop = threading.Event()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for chunk in chunks:
-                if not put(chunk):
-                    return
-            put(_DONE)
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            put(e)
-        finally:
-            chunks.close()  # type: ignore[attr-defined]
-
-    thread = threading.Thread(target=produce, name="traceprobe-read", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = q.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
