@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 COMMITTED = sorted({*REPO.glob("sample_traces/**/*.pt.trace.json*"),
                     *REPO.glob("bench/*.pt.trace.json*")})
 LOADERS = sorted(REPO.glob("sample_traces/*/examples/dataloader-loop/*.pt.trace.json*")) + \
-    sorted(REPO.glob("sample_traces/h200/real-loops/mnist-*/*.pt.trace.json*"))
+    sorted(REPO.glob("sample_traces/h200/real-loops*/mnist-*/*.pt.trace.json*"))
 
 
 def _tiles(cp: dict, lo_us: float, hi_us: float) -> None:

@@ -14,7 +14,7 @@ and what-if".
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 SCHEMA = "traceprobe.whatif/1"
 GPU_NEAR = 0.9  # a step whose GPU span is this share of its host span is walked on the GPU
+GPU_IDLE_SLACK = 0.05  # ... unless its walk is more idle than the host walk by this share of it
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,29 @@ def critical_paths(
         r for r in g.steps if r[0] in set(steps)]
     path = _windowed(g, rp, lists, window) if whole else None
     _walk_steps(g, rp, [(s, e) for _, s, e in wanted], lists)
-    return {"window": path, "steps": {n: _step(g, rp, s, e, lists) for n, s, e in wanted}}
+    return {"window": path, "steps": StepPaths(
+        {n: _step_walk(g, rp, s, e, lists) for n, s, e in wanted})}
+
+
+class StepPaths(Mapping[int, dict[str, Any]]):
+    """Each step's ``critical_path`` object by step number, made when it is read (the walked
+    pieces are kept, not the objects: a report of thousands of steps builds its steps'
+    objects a block at a time, :class:`traceprobe.report.blocks.StepReports`)."""
+
+    def __init__(self, walked: dict[int, tuple[list[Any], int, int, int]]) -> None:
+        self._walked = walked
+
+    def __getitem__(self, n: int) -> dict[str, Any]:
+        from traceprobe.graph.path import summary
+
+        pieces, lo, hi, shift = self._walked[n]
+        return summary(pieces, lo, hi, shift)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._walked)
+
+    def __len__(self) -> int:
+        return len(self._walked)
 
 
 def _windowed(g: Graph, rp: Replay, lists: Any, window: tuple[int, int] | None) -> dict[str, Any]:
@@ -232,11 +255,18 @@ def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None
 def _step(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> dict[str, Any]:
     from traceprobe.graph.path import summary
 
+    return summary(*_step_walk(g, rp, s, e, lists))
+
+
+def _step_walk(g: Graph, rp: Replay, s: int, e: int, lists: Any
+               ) -> tuple[list[Any], int, int, int]:
+    """(pieces, start, end, shift) of the step with markers ``s``..``e``: what its
+    ``critical_path`` object is made of (:func:`traceprobe.graph.path.summary`)."""
     lo, hi = int(rp.start[s]), int(rp.start[e])
     shift = int(g.start[s]) - lo  # replayed times onto the measured clock, at the step's start
     pieces = _step_pieces(g, rp, s, e, lists)
     lists.steps.pop((s, e), None)  # read for the last time (the window's path came first)
-    return summary(pieces, lo, hi, shift)
+    return pieces, lo, hi, shift
 
 
 def _step_pieces(g: Graph, rp: Replay, s: int, e: int, lists: Any) -> list[Any]:
@@ -270,8 +300,10 @@ def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: An
     host span (it sets the period, :mod:`.period`, or nearly: the host ran ahead of it, or
     just kept it fed), from the GPU op still running at the end marker instead (the last to
     end before it if none runs), staying on the GPU, so that the path follows what bounds
-    the step — unless that path is more idle than the host's (the GPU mostly waited, on what
-    the graph does not see: then it did not bound the step). :data:`STEP_BLOCK` steps at a
+    the step — unless that path is more idle than the host's by over :data:`GPU_IDLE_SLACK` of
+    the step (the GPU waited, on what the graph does not see: then it did not bound the step;
+    a GPU path with a few short gaps, such as the backlog of kernels launched before the
+    recording began, still bounds it). :data:`STEP_BLOCK` steps at a
     time, their walks' host pieces resolved together (one numpy pass per thread)."""
     from traceprobe.graph.path import merge, resolve, trace_back
 
@@ -297,14 +329,36 @@ def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: An
                 lists.steps[s, e] = merge(on_host)
                 continue
             on_gpu = done[c[1] : c[2]]
-            # a GPU that mostly waited (on what the graph does not see) does not bound it
-            lists.steps[s, e] = merge(on_gpu if _idle(on_gpu) <= _idle(on_host) else on_host)
+            # a GPU that waited (on what the graph does not see) does not bound it
+            lists.steps[s, e] = merge(on_gpu if _gpu_bounds(on_gpu, on_host, int(rp.start[e])
+                                                            - int(rp.start[s])) else on_host)
 
 
-def _idle(pieces: list[Any]) -> int:
-    from traceprobe.graph.path import parts
+def _gpu_bounds(on_gpu: list[Any], on_host: list[Any], length: int) -> bool:
+    """Whether a GPU-near step's path is its GPU walk rather than its host walk: when it is
+    no more idle; or when it is mostly GPU work (half the step or more) and finds at least
+    :data:`GPU_IDLE_SLACK` of the step more GPU work than the host walk for at most that
+    much more idle (short gaps, such as those between kernels launched before the recording
+    began, whose launches the trace lacks, do not hand a busy GPU's step to the host)."""
+    gpu, host = _shares(on_gpu), _shares(on_host)
+    if gpu["idle"] <= host["idle"]:
+        return True
+    slack = GPU_IDLE_SLACK * length
+    return (gpu["gpu"] >= 0.5 * length and gpu["gpu"] - host["gpu"] >= slack
+            and gpu["idle"] - host["idle"] <= slack)
 
-    return sum(v for p in pieces for k, v in parts(p) if k == "idle")
+
+def _shares(pieces: list[Any]) -> dict[str, int]:
+    from traceprobe.graph.path import GPU_CATEGORIES, parts
+
+    out = {"idle": 0, "gpu": 0}
+    for p in pieces:
+        for k, v in parts(p):
+            if k == "idle":
+                out["idle"] += v
+            elif k in GPU_CATEGORIES:
+                out["gpu"] += v
+    return out
 
 
 def _whole(g: Graph, rp: Replay, lists: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ The sequence keeps the timeline it reads (and the steps' critical paths) alive.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from traceprobe.metrics.grouping import Windows
@@ -36,7 +36,7 @@ class StepReports(Sequence[Report]):
         rows: Sequence[tuple[int, int, int]],
         devices: list[int],
         pid: int | None,
-        paths: dict[int, Any],
+        paths: Mapping[int, Any],
         block: int | None = None,
     ) -> None:
         self._timeline = timeline
