@@ -86,8 +86,9 @@ def test_dataloader_loops_are_dataloader_on_the_path(path: Path) -> None:
             assert share >= 0.5
 
 
-def test_a_dataloader_bound_loop_is_bound_by_the_dataloader() -> None:
-    path = next(REPO.glob("sample_traces/h200/real-loops/mnist-workers1/*.pt.trace.json*"))
+@pytest.mark.parametrize("recording", ["real-loops", "real-loops-2"])
+def test_a_dataloader_bound_loop_is_bound_by_the_dataloader(recording: str) -> None:
+    path = next(REPO.glob(f"sample_traces/h200/{recording}/mnist-workers1/*.pt.trace.json*"))
     r = analyze(load(path), step="all")
     assert r.critical_path["bound_by"] == "dataloader"
     assert all(s.critical_path["breakdown"]["dataloader"] >= 0.5 * s.critical_path["length_us"]

@@ -251,7 +251,7 @@ def test_csv_has_the_new_figures(tmp_path: Path) -> None:
 
 
 LOOPS = sorted(SAMPLES.glob("*/examples/dataloader-loop/*.pt.trace.json.gz")) + sorted(
-    SAMPLES.glob("h200/real-loops/mnist-workers1/*.pt.trace.json.gz"))
+    SAMPLES.glob("h200/real-loops*/mnist-workers1/*.pt.trace.json.gz"))
 
 
 @pytest.mark.parametrize("path", LOOPS, ids=lambda p: str(p.relative_to(SAMPLES)))

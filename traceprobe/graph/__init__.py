@@ -336,15 +336,17 @@ def _walk_steps(g: Graph, rp: Replay, rows: Sequence[tuple[int, int]], lists: An
 
 def _gpu_bounds(on_gpu: list[Any], on_host: list[Any], length: int) -> bool:
     """Whether a GPU-near step's path is its GPU walk rather than its host walk: when it is
-    no more idle; or when it is mostly GPU work (half the step or more) and finds at least
-    :data:`GPU_IDLE_SLACK` of the step more GPU work than the host walk for at most that
-    much more idle (short gaps, such as those between kernels launched before the recording
-    began, whose launches the trace lacks, do not hand a busy GPU's step to the host)."""
+    no more idle; or when it is GPU work for at least :data:`GPU_NEAR` of the step (the GPU
+    was saturated along it), at least :data:`GPU_IDLE_SLACK` of the step more than the host
+    walk shows, for at most that much more idle (short gaps, such as those between kernels
+    launched before the recording began, whose launches the trace lacks, do not hand a
+    saturated GPU's step to the host; a GPU that also waited for launches does not take a
+    busy host's step)."""
     gpu, host = _shares(on_gpu), _shares(on_host)
     if gpu["idle"] <= host["idle"]:
         return True
     slack = GPU_IDLE_SLACK * length
-    return (gpu["gpu"] >= 0.5 * length and gpu["gpu"] - host["gpu"] >= slack
+    return (gpu["gpu"] >= GPU_NEAR * length and gpu["gpu"] - host["gpu"] >= slack
             and gpu["idle"] - host["idle"] <= slack)
 
 
