@@ -36,6 +36,7 @@ and ``steps`` are in :mod:`.frames`; the categories and :class:`Columns` in :mod
 from __future__ import annotations
 
 from collections import Counter
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -112,9 +113,10 @@ class Collector:
         start, end = self._times(xs, batch)
         cat = coerce.encode([e.cat for e in xs], self.cats, self._new_cat)
         name = coerce.encode([e.name for e in xs], self.names)
-        corr = coerce.int64([e.args.correlation for e in xs])
-        ext = coerce.int64([e.args.external_id for e in xs])
-        ext_2021 = [e.args.external_id_2021 for e in xs]  # on GPU rows of 2021 traces
+        args = [e.args for e in xs]  # one attribute pass; the args' fields are read from it
+        corr = coerce.int64([a.correlation for a in args])
+        ext = coerce.int64([a.external_id for a in args])
+        ext_2021 = [a.external_id_2021 for a in args]  # on GPU rows of 2021 traces
         if ext_2021.count(-1) != len(ext_2021):
             ext = np.where(ext < 0, coerce.int64(ext_2021), ext)
         group = self.cat_group[cat]
@@ -126,7 +128,9 @@ class Collector:
 
         ci = np.flatnonzero(group == _CPU)
         if len(ci):
-            evs = [xs[i] for i in ci.tolist()] if len(ci) < len(xs) else xs
+            every = len(ci) == len(xs)
+            evs = xs if every else _pick(xs, ci)
+            cargs = args if every else _pick(args, ci)
             self.cpu.append(
                 {
                     "cat": cat[ci],
@@ -139,19 +143,19 @@ class Collector:
                     "external_id": ext[ci],
                 }
             )
-            self.cpu[-1].update(self._inputs(evs))
-            sizes = [e.args.size for e in evs]
+            self.cpu[-1].update(self._inputs(cargs))
+            sizes = [a.size for a in cargs]
             if sizes.count(None) != len(sizes):  # ROCm: hipMemcpy* calls carry "size"
                 for i, s in enumerate(sizes):
                     if s is not None:
-                        c = coerce.to_int(evs[i].args.correlation)
+                        c = coerce.to_int(cargs[i].correlation)
                         self.sizes[c] = coerce.to_int(s)
                         self.size_batch[c] = k
         gi = np.flatnonzero(group == _GPU)
         if len(gi):
-            evs = [xs[i] for i in gi.tolist()]
-            args = [e.args for e in evs]
-            frm = [a.from_device for a in args]
+            evs = _pick(xs, gi)
+            gargs = _pick(args, gi)
+            frm = [a.from_device for a in gargs]
             self.gpu.append(
                 {
                     "cat": cat[gi],
@@ -160,13 +164,14 @@ class Collector:
                     "end": end[gi],
                     "correlation": corr[gi],
                     "external_id": ext[gi],
-                    "device": self._devices(args, frm, evs),
-                    "stream": coerce.with_fallback([a.stream for a in args], [e.tid for e in evs]),
-                    "bytes": _bytes([a.bytes for a in args]),
+                    "device": self._devices(gargs, frm, evs),
+                    "stream": coerce.with_fallback([a.stream for a in gargs],
+                                                   [e.tid for e in evs]),
+                    "bytes": _bytes([a.bytes for a in gargs]),
                     "from": coerce.int64(frm),
-                    "to": coerce.int64([a.to_device for a in args]),
-                    "kind_arg": [a.kind for a in args],
-                    **self._launch(args),
+                    "to": coerce.int64([a.to_device for a in gargs]),
+                    "kind_arg": [a.kind for a in gargs],
+                    **self._launch(gargs),
                 }
             )
         si = np.flatnonzero(group == _SKIP)
@@ -203,17 +208,17 @@ class Collector:
                     table[t] = len(table)
             return np.fromiter(map(table.__getitem__, parts), np.int32, len(parts))
 
-    def _inputs(self, evs: list[Event]) -> dict[str, Any]:
+    def _inputs(self, args: list[Any]) -> dict[str, Any]:
         """CPU op inputs (``Input Dims``, ``Input type``, ``Concrete Inputs``) as raw JSON
         text, when recorded."""
-        dims = [e.args.input_dims for e in evs]
+        dims = [a.input_dims for a in args]
         if not any(dims):
-            none = np.zeros(len(evs), np.int32)
+            none = np.zeros(len(args), np.int32)
             return {"input_dims": none, "input_types": none.copy(),
                     "concrete_inputs": none.copy()}
         return {"input_dims": self._raw(dims),
-                "input_types": self._raw([e.args.input_types for e in evs]),
-                "concrete_inputs": self._raw([e.args.concrete_inputs for e in evs])}
+                "input_types": self._raw([a.input_types for a in args]),
+                "concrete_inputs": self._raw([a.concrete_inputs for a in args])}
 
     def _launch(self, args: list[Any]) -> dict[str, Any]:
         """Kernel launch figures (grid, block, registers, shared memory, occupancy)."""
@@ -250,7 +255,12 @@ class Collector:
             self.span = [lo, hi]
 
     def _times(self, xs: list[Event], batch: list[Event]) -> tuple[np.ndarray, np.ndarray]:
-        start, st = us_to_ns([e.ts for e in xs])
+        n = len(xs)
+        tokens = [e.ts for e in xs]
+        tokens += [e.dur for e in xs]
+        ns, status = us_to_ns(tokens)  # ts and dur in one go: one buffer, one numpy pass
+        del tokens
+        start, st, dur, dst = ns[:n], status[:n], ns[n:], status[n:]
         if st.any():
             bad = np.flatnonzero(st)
             ev = xs[int(bad[0])]
@@ -266,7 +276,6 @@ class Collector:
                 f"{what} (first: traceEvents[{self._index(batch, ev)}] {ev.name!r})",
                 f"the trace is damaged; {REEXPORT}",
             )
-        dur, dst = us_to_ns([e.dur for e in xs])
         if (dst == 2).any():
             ev = xs[int(np.flatnonzero(dst == 2)[0])]
             raise TraceError(
@@ -318,6 +327,13 @@ class Collector:
             warnings=list(stream.warnings),
             notes={"lenient": dict(self.lenient)} if self.lenient else {},
         )
+
+
+def _pick(items: list[Any], at: np.ndarray) -> list[Any]:
+    """``[items[i] for i in at]``, the loop in C (``operator.itemgetter``)."""
+    if len(at) == 1:
+        return [items[int(at[0])]]
+    return list(itemgetter(*at.tolist())(items))
 
 
 def _bytes(values: list[Any]) -> np.ndarray:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -90,10 +91,7 @@ def _fast(
     Returns the ns and a mask of values too large for int64 ns (left to the slow path).
     """
     digits = windows[starts + dotpos] - np.uint8(48)  # row i: the bytes around token i's dot
-    col = np.arange(width + 5)
-    int_digits = (col >= width - np.arange(width + 1)[:, None]) & (col < width)  # by dotpos
-    frac_digits = (col > width) & (col - width <= np.arange(5)[:, None])  # by fraction length
-    digits *= int_digits[dotpos] | frac_digits[np.clip(lens - dotpos - 1, 0, 4)]
+    digits *= _digit_masks(width)[dotpos * 5 + np.clip(lens - dotpos - 1, 0, 4)]
     value = np.zeros(len(starts), np.int64)
     for j in range(width):  # Horner, column by column
         value *= 10
@@ -103,6 +101,19 @@ def _fast(
     big = value > _MAX_US
     value[big] = 0
     return value * 1000 + frac + (digits[:, width + 4] >= 5), big
+
+
+@lru_cache(maxsize=32)
+def _digit_masks(width: int) -> np.ndarray:
+    """Row ``5 * d + f``: which of the ``width + 5`` bytes around the dot are digits of a
+    token with ``d`` integer digits and ``f`` fraction digits (f = 4: four or more)."""
+    col = np.arange(width + 5)
+    int_digits = (col >= width - np.arange(width + 1)[:, None]) & (col < width)  # by d
+    frac_digits = (col > width) & (col - width <= np.arange(5)[:, None])  # by f
+    masks = (int_digits[:, None, :] | frac_digits[None, :, :]).reshape(-1, width + 5)
+    out = masks.astype(np.uint8)
+    out.flags.writeable = False  # shared between calls
+    return out
 
 
 def _slow(text: bytes) -> tuple[int, int]:
