@@ -228,6 +228,55 @@ def test_report_written_to_a_url(s3: Server, tmp_path: Path, capsys: Any) -> Non
     assert "http:// cannot be written atomically" in err and err.count("\n") == 1
 
 
+def _command(tmp: Path, s3: Server | None, *argv: str) -> tuple[int, str]:
+    """``traceprobe ARGV`` in this process (with the server's credentials when ``s3``); its
+    -o file's text, or what it printed."""
+    _forget_connections()
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in (s3.env() if s3 else {}).items():
+            mp.setenv(k, v)
+        rc = main(list(argv))
+    out = argv[argv.index("-o") + 1] if "-o" in argv else None
+    return rc, Path(out).read_text() if out and Path(out).exists() else ""
+
+
+@pytest.mark.parametrize("make", ["whatif", "compare", "check"])
+def test_whatif_compare_and_check_read_urls(s3: Server, tmp_path: Path, make: str,
+                                            capsys: Any) -> None:
+    """The other commands that read traces take URLs and --storage-option too, with the local
+    copy's output (whatif's prediction, compare's comparison written to a URL, check's
+    results)."""
+    a, b = sorted((SAMPLES / JOBS[0]).glob("*.pt.trace.json.gz"))[:2]
+    ua, ub = _url(JOBS[0], a.name), _url(JOBS[0], b.name)
+    if make == "whatif":
+        args = ["whatif", "{a}", "-s", "no-host-sync", "-f", "json"]
+    elif make == "compare":
+        args = ["compare", "{a}", "{b}", "-f", "json"]
+    else:
+        args = ["check", "{a}", "{b}", "-e", "steps >= 1", "-f", "json"]
+
+    def run(pa: str, pb: str, so: list[str], out: str | None) -> str:
+        argv = [x.format(a=pa, b=pb) for x in args] + so + (["-o", out] if out else [])
+        rc, text = _command(tmp_path, s3 if so else None, *argv)
+        assert rc == 0, capsys.readouterr().err
+        printed = capsys.readouterr().out
+        return text or printed
+
+    local = run(str(a), str(b), [], str(tmp_path / f"{make}-local.json") if make != "check"
+                else None)
+    if make == "compare":  # written to a URL, then read back
+        dest = f"s3://{BUCKET}/reports/{make}.json"
+        run(ua, ub, _opt(s3), dest)
+        got = boto3.client("s3", endpoint_url=s3.endpoint, aws_access_key_id=s3.key,
+                           aws_secret_access_key=s3.secret).get_object(
+                               Bucket=BUCKET, Key=f"reports/{make}.json")["Body"].read().decode()
+    else:
+        got = run(ua, ub, _opt(s3), str(tmp_path / f"{make}-url.json") if make != "check"
+                  else None)
+    assert ua in got
+    assert _as_local(got) == local
+
+
 # ----------------------------------------------------------------------------- errors
 
 

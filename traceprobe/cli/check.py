@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from traceprobe import expect
+from traceprobe.cli.ranks import storage_option
 from traceprobe.cli.window import window_option
 from traceprobe.errors import ExpectationFailed, UsageError
 from traceprobe.output import printable
@@ -67,6 +68,7 @@ def _help() -> str:
               "--step and --window) or a report JSON (traceprobe analyze -f json).")
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Print the results as text lines or one JSON object.")
+@storage_option
 def check(
     paths: tuple[str, ...],
     exprs: tuple[str, ...],
@@ -75,6 +77,7 @@ def check(
     window: str,
     baseline_path: str | None,
     fmt: str,
+    storage_option: tuple[str, ...] = (),
 ) -> None:
     expectations = [expect.parse(e, source=None) for e in exprs]
     for f in files:
@@ -94,12 +97,14 @@ def check(
     from traceprobe.cli.notices import input_lines, notices
     from traceprobe.expect.baseline import read_baseline
     from traceprobe.load import pipeline as loader
+    from traceprobe.urls import parse_options
 
-    traces = _resolve(paths, loader.find_traces)
+    so = parse_options(storage_option) or None
+    traces = _resolve(paths, loader.find_traces, so)
     baseline = (None if baseline_path is None
                 else read_baseline(baseline_path, step=step, window=window))
     outcomes = []
-    timelines = loader.load_many(traces)
+    timelines = loader.load_many(traces, storage_options=so)
     notices(timelines)
     for timeline in timelines:
         data = rp.analyze(timeline, step=step, window=window).to_dict()
@@ -121,11 +126,16 @@ def check(
                                 f"{'' if n_all == 1 else 's'} failed{where} (listed above)")
 
 
-def _resolve(paths: tuple[str, ...], find_traces: object) -> list[Path]:
-    seen: dict[str, Path] = {}
+def _resolve(paths: tuple[str, ...], find_traces: object,
+             storage_options: object = None) -> list[Path | str]:
+    """Every trace the paths name, each once (a URL stays a string)."""
+    from traceprobe.urls import is_url
+
+    seen: dict[str, Path | str] = {}
     for p in paths:
-        for f in find_traces(p):  # type: ignore[operator]
-            seen.setdefault(os.path.realpath(f), Path(f))
+        for f in find_traces(p, storage_options):  # type: ignore[operator]
+            seen.setdefault(str(f) if is_url(str(f)) else os.path.realpath(f),
+                            f if isinstance(f, str) else Path(f))
     return list(seen.values())
 
 

@@ -15,6 +15,7 @@ import click
 
 from traceprobe import output
 from traceprobe.cli.options import output_options, pick_format
+from traceprobe.cli.ranks import storage_option
 from traceprobe.cli.window import window_option
 from traceprobe.errors import UsageError
 
@@ -61,6 +62,7 @@ HELP = """Compare two traces: speedup, per-GPU busy time, every overlap figure.
 @output_options(FORMATS, what="the comparison")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
               help="Show the N largest changes (text).")
+@storage_option
 def compare(
     trace_a: str,
     trace_b: str,
@@ -72,25 +74,31 @@ def compare(
     output_path: str,
     force: bool,
     top: int,
+    storage_option: tuple[str, ...] = (),
 ) -> None:
     from traceprobe import report as rp
     from traceprobe.comparison import compare as compare_reports
     from traceprobe.comparison import format_text
     from traceprobe.load import pipeline as loader
+    from traceprobe.urls import is_url, parse_options
 
     fmt = pick_format(fmt, output_path, FORMATS)
     sizes = _batch_sizes(batch)
-    output.check_target(output_path, force=force)
-    files = [_one_trace(p, loader.find_traces) for p in (trace_a, trace_b)]
+    so = parse_options(storage_option) or None
+    output.check_target(output_path, force=force, storage_options=so)
+    files = [_one_trace(p, loader.find_traces, so) for p in (trace_a, trace_b)]
     output.check_outputs([output_path], files, force=force)  # never over an input
     from traceprobe.cli.notices import notices
 
-    if os.path.realpath(files[0]) == os.path.realpath(files[1]):  # load_many loads each once
-        tl = loader.load(files[0])
+    def same(f: Path | str) -> str:
+        return str(f) if is_url(str(f)) else os.path.realpath(f)
+
+    if same(files[0]) == same(files[1]):  # load_many loads each once
+        tl = loader.load(files[0], so)
         notices([tl])
         a = b = rp.analyze(tl, step=step, window=window).to_dict()
     else:
-        tls = loader.load_many(files)
+        tls = loader.load_many(files, storage_options=so)
         notices(tls)
         a, b = (rp.analyze(t, step=step, window=window).to_dict() for t in tls)
     result = compare_reports(a, b, step_stat=step_stat, batch=sizes)
@@ -98,7 +106,7 @@ def compare(
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     else:
         text = format_text(result, top=top)
-    output.write_text(output_path, text, force=force)
+    output.write_text(output_path, text, force=force, storage_options=so)
 
 
 def _batch_sizes(text: str | None) -> tuple[int | None, int | None]:
@@ -116,12 +124,13 @@ def _batch_sizes(text: str | None) -> tuple[int | None, int | None]:
     return sizes[0], sizes[-1]
 
 
-def _one_trace(path: str, find_traces: object) -> Path:
-    found = list(find_traces(path))  # type: ignore[operator]
+def _one_trace(path: str, find_traces: object, storage_options: object = None) -> Path | str:
+    """The one trace ``path`` names (a URL stays a string)."""
+    found = list(find_traces(path, storage_options))  # type: ignore[operator]
     if len(found) != 1:
         names = ", ".join(str(f) for f in found[:5]) + (", ..." if len(found) > 5 else "")
         raise UsageError(
             f"{path} holds {len(found)} traces ({names}); compare one trace with one trace: "
             "give the file itself"
         )
-    return Path(found[0])
+    return found[0] if isinstance(found[0], str) else Path(found[0])

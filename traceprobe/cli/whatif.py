@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from traceprobe import output
 from traceprobe.cli.options import output_options, pick_format
+from traceprobe.cli.ranks import storage_option
 from traceprobe.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceprobe.timeline import Timeline
 
 FORMATS = ["text", "json", "markdown"]
 WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it has none); "
@@ -38,8 +43,10 @@ WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it 
 @click.option("--window", type=click.Choice(["steps", "profiler", "events"]), default="steps",
               metavar="steps|profiler|events", help=WINDOW_HELP)
 @output_options(FORMATS, what="the prediction")
+@storage_option
 def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: str, window: str,
-           fmt: str | None, output_path: str, force: bool) -> None:
+           fmt: str | None, output_path: str, force: bool,
+           storage_option: tuple[str, ...] = ()) -> None:
     """Predict each step's time if the trace's program changed: replay its dependency
     graph with the measured durations, under the scenarios given.
 
@@ -58,6 +65,8 @@ def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: st
         traceprobe whatif t.json.gz -s copies-on-side-stream -s 'kernels:gemm=2' --step 3
         traceprobe whatif t.json.gz -s 'spread:elementwise=2' -o whatif.json
         traceprobe whatif t.json.gz --keep-profiler   # the profiled step, replayed
+        traceprobe whatif s3://bucket/run/rank0.pt.trace.json.gz -s cuda-graph \
+            --storage-option endpoint_url=http://127.0.0.1:9000
 
     \b
     Exit codes:
@@ -69,20 +78,16 @@ def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: st
     from traceprobe.cli.notices import input_lines, notices
     from traceprobe.graph import whatif as run_whatif
     from traceprobe.graph.scenarios import PROFILER, parse, unprofiled
-    from traceprobe.load import pipeline as loader
     from traceprobe.render.whatif import render
+    from traceprobe.urls import parse_options
 
     fmt = pick_format(fmt, output_path, FORMATS)
     for s in scenarios:
         parse(s)  # usage errors before the (slow) load
     if step != "all" and not step.strip().isdigit():
         raise UsageError(f"--step must be a ProfilerStep number or 'all', not {step!r}")
-    output.check_target(output_path, force=force)
-    found = loader.find_traces(trace)
-    if len(found) != 1:
-        raise UsageError(f"{trace} holds {len(found)} traces; give one trace file")
-    output.check_outputs([output_path], found, force=force)  # never over the trace
-    tl = loader.load(found[0])
+    so = parse_options(storage_option) or None
+    tl = _load_one(trace, output_path, force, so)
     notices([tl])
     which: str | None = None if step == "all" and window != "steps" else step
     base = unprofiled([], keep_profiler) if unprofiled(scenarios, keep_profiler) != list(
@@ -95,9 +100,23 @@ def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: st
     if fmt == "json":  # json.dumps's text, written as it is made (--step all's is ~30 MB)
         chunks = json.JSONEncoder(indent=2, ensure_ascii=False, allow_nan=False).iterencode(
             result)
-        output.write_pieces(output_path, _batches([chunks, ["\n"]]), force=force)
+        output.write_pieces(output_path, _batches([chunks, ["\n"]]), force=force,
+                            storage_options=so)
         return
-    output.write_text(output_path, render(result, fmt), force=force)
+    output.write_text(output_path, render(result, fmt), force=force, storage_options=so)
+
+
+def _load_one(trace: str, output_path: str, force: bool,
+              so: dict[str, Any] | None) -> Timeline:
+    """The one trace ``trace`` names, loaded, after the output is checked (never the trace)."""
+    from traceprobe.load import pipeline as loader
+
+    output.check_target(output_path, force=force, storage_options=so)
+    found = loader.find_traces(trace, so)
+    if len(found) != 1:
+        raise UsageError(f"{trace} holds {len(found)} traces; give one trace file")
+    output.check_outputs([output_path], found, force=force)  # never over the trace
+    return loader.load(found[0], so)
 
 
 def _batches(parts: list[Iterable[str]], size: int = 1 << 20) -> Iterator[bytes]:
