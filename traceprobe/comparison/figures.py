@@ -167,7 +167,7 @@ PART_LABELS = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets",
 CAUSE_LABELS = {"dataloader": "the DataLoader", "optimizer": "the optimizer",
                 "region": "record_function regions", "wait": "waiting on another device",
                 "sync": "synchronization", "cpu_op": "CPU ops", "runtime": "runtime calls",
-                "host_idle": "host idle"}
+                "host_idle": "Python (untraced)"}
 STAT_LABELS = {"median": "median", "p90": "p90", "mean": "mean", "min": "shortest",
                "max": "longest"}
 

@@ -37,7 +37,7 @@ PALETTE = {  # a colour per part, phase and cause kind (lanes' colours where the
 }
 CAUSE_NAMES = {"dataloader": "DataLoader", "optimizer": "optimizer", "region": "regions",
                "wait": "waiting on another GPU", "sync": "synchronization", "cpu_op": "CPU ops",
-               "runtime": "runtime calls", "host_idle": "host idle"}
+               "runtime": "runtime calls", "host_idle": "Python (untraced)"}
 UNLISTED = "(not in the 5 listed causes)"
 
 
