@@ -92,3 +92,22 @@ def test_a_precision_change_on_convolutions_warns_of_cudnns_choice(
     assert bool(said) == warned, notes
     if warned:
         assert "not as a bound" in said[0] and int(said[0].split(": ")[1].split()[0]) > 0
+
+
+def test_a_host_set_prediction_says_the_profilers_cost_inside_events_stays() -> None:
+    """transformer-fp32 (GPU-bound) under precision:bf16: the predicted steps are host-set
+    (their host span is longer than their GPU work), so the notes say the profiler's cost
+    inside events stays in them; the unchanged GPU-bound replay and --keep-profiler do not."""
+    folder = (Path(__file__).resolve().parents[2] / "sample_traces" / "h200" / "real-loops"
+              / "transformer-fp32")
+    if not folder.is_dir():
+        pytest.skip("the real-loop recordings are not here")
+    tl = load(next(folder.glob("*.pt.trace.json.gz")))
+    res = whatif(tl, ["precision:bf16"], baseline=["no-profiler"])
+    host_set = [w.step for w in res.windows if (w.predicted_period_us or 0) <= w.predicted_us]
+    assert host_set == [w.step for w in res.windows]  # every predicted step: the host's
+    (note,) = [n for n in res.notes if "sets the predicted period" in n]
+    assert f"{len(host_set)} steps ({', '.join(str(n) for n in host_set)})" in note
+    assert all(w.gpu_bound for w in res.windows)  # the base: the GPU's work sets its period
+    for quiet in (whatif(tl, [], baseline=["no-profiler"]), whatif(tl, ["precision:bf16"])):
+        assert not [n for n in quiet.notes if "sets the predicted period" in n]

@@ -209,6 +209,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
             have = ", ".join(str(r[0]) for r in g.steps) or "none"
             raise UsageError(f"{tl.source}: no ProfilerStep#{n}; the trace has steps {have}")
     out: list[StepResult] = []
+    host_set: list[int] = []  # steps whose predicted period the host sets
     lb, lp = walker(g, base), walker(g, pred)
     if step is None or not rows:
         whole_b, whole_p = _whole(g, base, lb), _whole(g, pred, lp)
@@ -223,11 +224,30 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
             hb, gb = _facts(g, base, s, e, lb)[:2]
             hp, gp = _facts(g, pred, s, e, lp)[:2]
             why = unmodelled(cb, gb > hb)
+            if hp >= gp:
+                host_set.append(n)
             out.append(StepResult(n, measured, cb["length_us"], cp["length_us"], cp, cb,
                                   max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
                                   not why, why, hb / 1000, gb / 1000))
-    return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(p.notes),
+    notes = list(p.notes)
+    if host_set and any(s.text.startswith("no-profiler") for s in [*under, *parsed]):
+        notes.append(HOST_SET_NOTE.format(steps=_steps_text(host_set)))
+    return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(notes),
                   tuple(s.text for s in under))
+
+
+HOST_SET_NOTE = (
+    "no-profiler: the host sets the predicted period of {steps}; the profiler's cost inside "
+    "events (such as CUPTI's work in each runtime call), which no interval between events "
+    "shows, stays in it, so the loop run unprofiled may be faster than predicted "
+    "(docs/WHATIF.md, \"The profiler's cost measured on micro-loops\")")
+
+
+def _steps_text(steps: list[int]) -> str:
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    shown = ", ".join(str(n) for n in steps[:8]) + (", ..." if len(steps) > 8 else "")
+    return f"{len(steps)} steps ({shown})"
 
 
 def _steps_end_to_end(g: Graph, rp: Replay, lists: Any) -> dict[str, Any] | None:
