@@ -30,7 +30,7 @@ from traceprobe.load import find_traces, load  # noqa: E402
 
 ROOTS = ("sample_traces/h200", "sample_traces/h200x2")
 GOAL_ROW, GOAL_MEDIAN = 0.10, 0.05
-REAL = "sample_traces/h200/real-loops"
+REAL = "sample_traces/h200/real-loops-3"  # the newest recording: its traces carry host_ms
 REAL_ROW, REAL_MEDIAN = 0.20, 0.10
 GEMMS = "gemm|xmma|cutlass|nvjet|fmha|flash"  # matrix-multiply and attention kernels
 CONVS = "gemm|xmma|cudnn|conv|grad|fprop|nchw|nhwc"  # cuDNN's convolution kernels too
@@ -79,10 +79,9 @@ class RealPair:
 
 _HOST_SHORT = (
     "the predicted step is set by the host (or by GPU work that waits for its launches), "
-    "and on loops the host bounds the estimated profiler cost "
-    "falls short (table below: it sees the bookkeeping between events, likely not what the "
-    "profiler adds inside them, such as CUPTI's work inside each runtime call), so some of "
-    "the profiler's cost stays in the prediction")
+    "whose unprofiled time is the profiled host's less the profiler's cost: calibrated on the "
+    "recorder's measured host time where the trace carries it, else estimated from the "
+    "events, which falls short on loops the host bounds (table below)")
 _CUDNN = (
     "cuDNN's choice of convolution algorithms at the new precision is not in the fp32 trace: "
     "with `cudnn.benchmark` the {fast} loop launched {k_fast} kernels per step against "
@@ -95,14 +94,12 @@ REAL_PAIRS = (
     RealPair("mnist-workers1", "dataloader:workers=8", "mnist-workers8",
              "what eight workers cost is not in the one-worker trace: the workers' processes "
              "are not profiled and the host's core count is not recorded. Unprofiled, eight "
-             "workers delivered a batch every 5.1 ms (each taking about 41 ms per batch "
-             "against 24 ms alone: they contend for the host's cores), while F / N assumes "
-             "24 / 8 = 3 ms, below the main thread's own time per step. The per-batch stage "
-             "that does not divide by N and that the trace does show, the pin-memory "
-             "thread's call to the main thread's receipt of the batch, is too small to explain "
-             "the miss (below). With the "
-             "profiler's cost kept the row was within 20% only because the profiled host's "
-             "overhead stood in for the workers' contention"),
+             "workers delivered a batch every {fast_ms:.1f} ms (each taking about "
+             "{per_worker:.0f} ms per batch against {slow_ms:.0f} ms alone: they contend for "
+             "the host's cores), while F / N assumes {slow_ms:.0f} / 8 = {fn:.1f} ms. The "
+             "per-batch stage that does not divide by N and that the trace does show, the "
+             "pin-memory thread's call to the main thread's receipt of the batch, is too small "
+             "to explain the miss (below)"),
     RealPair("transformer-fp32", f"kernels:{GEMMS}={{F}}", "transformer-tf32",
              _HOST_SHORT, kernels=GEMMS),
     RealPair("transformer-fp32", f"kernels:{GEMMS}={{F}}", "transformer-bf16",
@@ -189,11 +186,11 @@ class RealRow:
     measured_ms: float  # the fast variant, unprofiled
     bound_by: str | None
     holds: bool
-    kept_ms: float  # the prediction with the profiler's cost kept (--keep-profiler)
+    alone_ms: float  # the prediction with the profiler's cost estimated from the events alone
 
     @property
-    def error_kept(self) -> float:
-        return (self.kept_ms - self.measured_ms) / self.measured_ms
+    def error_alone(self) -> float:
+        return (self.alone_ms - self.measured_ms) / self.measured_ms
 
     @property
     def shown(self) -> str:
@@ -255,12 +252,19 @@ class NullRow:
     variant: str
     measured_ms: float  # unprofiled ms/step (timing.json)
     period_ms: float  # the profiled trace's period (median step): the profiler kept
-    ns: float  # the estimated profiler cost per recorded CPU event
+    ns: float  # the estimated profiler cost per recorded CPU event (the events alone)
     predicted_ms: float  # the unchanged replay with that cost removed (median step)
+    host_ms: float | None = None  # the measured unprofiled host time (traceprobeUnprofiled)
+    cal_ns: float | None = None  # the cost calibrated on it
+    cal_ms: float | None = None  # the unchanged replay with the calibrated cost removed
 
     @property
     def error(self) -> float:
         return (self.predicted_ms - self.measured_ms) / self.measured_ms
+
+    @property
+    def error_cal(self) -> float | None:
+        return None if self.cal_ms is None else (self.cal_ms - self.measured_ms) / self.measured_ms
 
     @property
     def error_kept(self) -> float:
@@ -276,32 +280,54 @@ def real_variants() -> list[str]:
 def measure_null(variant: str) -> NullRow | None:
     """The null prediction: ``variant``'s own trace, unchanged but for ``no-profiler``, against
     its own unprofiled ms/step."""
+    from traceprobe.graph.calibrate import measured_host_ms
     from traceprobe.graph.overhead import profiler_cost
 
     measured = _timing(variant)
     if measured is None:
         return None
     tl = load(_trace(variant))
-    res = whatif(tl, [PROFILER], step="all")
+    ns = profiler_cost(tl).ns
+    res = whatif(tl, [f"{PROFILER}:{ns:g}"], step="all")
     period = statistics.median(w.period_us or 0 for w in res.windows) / 1000
-    return NullRow(variant, measured, period, profiler_cost(tl).ns, _median_period(res))
+    host = measured_host_ms(tl)
+    if host is None:
+        return NullRow(variant, measured, period, ns, _median_period(res))
+    from traceprobe.graph.build import build
+    from traceprobe.graph.calibrate import calibrate
+
+    cal = whatif(tl, [PROFILER], step="all")  # the default: calibrated on host_ms
+    cal_ns = calibrate(build(tl), host).ns
+    return NullRow(variant, measured, period, ns, _median_period(res), host, cal_ns,
+                   _median_period(cal))
 
 
 def null_table(rows: list[NullRow]) -> str:
+    from traceprobe.graph.calibrate import MAX_NS
+
     out = [
-        "| variant | measured (unprofiled) | profiled period | its error | profiler cost "
-        "per event (estimated) | predicted, profiler removed | its error |",
-        "|---|---|---|---|---|---|---|",
+        "| variant | measured (unprofiled) | measured host issue time | profiled period "
+        "| its error | cost per event, estimated from the events | predicted, estimate removed "
+        "| its error | cost per event, calibrated | predicted, calibrated | its error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        capped = " (capped)" if r.cal_ns == MAX_NS else ""
+        cal = ("– | – | –" if r.cal_ms is None else
+               f"{r.cal_ns:.0f} ns{capped} | {r.cal_ms:.2f} ms | {r.error_cal:+.1%}")
+        host = "–" if r.host_ms is None else f"{r.host_ms:.2f} ms"
         out.append(
-            f"| `{r.variant}` | {r.measured_ms:.2f} ms | {r.period_ms:.2f} ms "
-            f"| {r.error_kept:+.1%} | {r.ns:.0f} ns | {r.predicted_ms:.2f} ms | {r.error:+.1%} |")
+            f"| `{r.variant}` | {r.measured_ms:.2f} ms | {host} | {r.period_ms:.2f} ms "
+            f"| {r.error_kept:+.1%} | {r.ns:.0f} ns | {r.predicted_ms:.2f} ms | {r.error:+.1%} "
+            f"| {cal} |")
     errs, kept = [abs(r.error) for r in rows], [abs(r.error_kept) for r in rows]
-    out += ["", f"Profiler removed: {sum(x <= REAL_ROW for x in errs)} of {len(rows)} variants "
-            f"within 20%, median |error| {statistics.median(errs):.1%}. Profiler kept (the "
-            f"profiled period itself): {sum(x <= REAL_ROW for x in kept)} of {len(rows)} within "
-            f"20%, median |error| {statistics.median(kept):.1%}.", "", null_notes(rows)]
+    cals = [abs(r.error_cal) for r in rows if r.error_cal is not None]
+    out += ["", f"Estimate removed: {sum(x <= REAL_ROW for x in errs)} of {len(rows)} variants "
+            f"within 20%, median |error| {statistics.median(errs):.1%}. Calibrated: "
+            f"{sum(x <= REAL_ROW for x in cals)} of {len(cals)} within 20%, median |error| "
+            f"{statistics.median(cals):.1%}. Profiler kept (the profiled period itself): "
+            f"{sum(x <= REAL_ROW for x in kept)} of {len(rows)} within 20%, median |error| "
+            f"{statistics.median(kept):.1%}.", "", null_notes(rows)]
     return "\n".join(out)
 
 
@@ -310,9 +336,11 @@ def measure_real(pair: RealPair) -> RealRow:
     scen = pair.scenario
     if pair.kernels:
         scen = scen.replace("{F}", f"{kernel_factor(slow, fast, pair.kernels):.3g}")
+    from traceprobe.graph.overhead import profiler_cost
+
     tl = load(slow)
     res = whatif(tl, unprofiled([scen]), step="all")
-    kept = whatif(tl, [scen], step="all")
+    alone = whatif(tl, [f"no-profiler:{profiler_cost(tl).ns:g}", scen], step="all")
     null = whatif(tl, unprofiled([]), step="all")
     mid = sorted(res.windows, key=lambda w: w.predicted_period_us or 0)[len(res.windows) // 2]
     gpu = (mid.predicted_period_us or 0) > mid.predicted_us  # the GPU's work sets the period
@@ -323,14 +351,20 @@ def measure_real(pair: RealPair) -> RealRow:
         statistics.median(w.period_us or 0 for w in res.windows) / 1000,
         _median_period(null), _median_period(res), fast_ms,
         "GPU" if gpu else mid.critical_path.get("bound_by"),
-        all(w.holds for w in res.windows), _median_period(kept))
+        all(w.holds for w in res.windows), _median_period(alone))
+
+
+def _why(r: RealRow) -> str:
+    """The row's miss, its figures filled in from the timings."""
+    return r.pair.why_if_miss.format(fast_ms=r.measured_ms, slow_ms=r.slow_ms,
+                                     per_worker=8 * r.measured_ms, fn=r.slow_ms / 8)
 
 
 def real_table(rows: list[RealRow]) -> str:
     out = [
         "| slow variant | scenario | fast variant | slow, unprofiled | slow, profiled period "
         "| predicted | measured (unprofiled) | error | predicted speedup | measured speedup "
-        "| path then bound by | note | predicted, profiler kept | its error |",
+        "| path then bound by | note | predicted, events alone | its error |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -338,8 +372,7 @@ def real_table(rows: list[RealRow]) -> str:
         if not r.holds:
             note = "the model does not hold for a step (collectives on the path)"
         elif abs(e) > REAL_ROW:
-            note = "misses the 20% goal" + (f": {r.pair.why_if_miss}" if r.pair.why_if_miss
-                                             else "")
+            note = "misses the 20% goal" + (f": {_why(r)}" if r.pair.why_if_miss else "")
         else:
             note = "within 20%"
         if r.pair.caveat:
@@ -352,14 +385,15 @@ def real_table(rows: list[RealRow]) -> str:
             f"| {r.slow_period_ms:.2f} ms | {r.predicted_ms:.2f} ms | {r.measured_ms:.2f} ms "
             f"| {e:+.1%} | {r.null_ms / r.predicted_ms:.2f}x "
             f"| {r.slow_ms / r.measured_ms:.2f}x | {r.bound_by or '–'} | {note} "
-            f"| {r.kept_ms:.2f} ms | {r.error_kept:+.1%} |")
+            f"| {r.alone_ms:.2f} ms | {r.error_alone:+.1%} |")
     errs = [abs(r.error) for r in rows]
     within = sum(x <= REAL_ROW for x in errs)
-    kept = [abs(r.error_kept) for r in rows]
+    alone = [abs(r.error_alone) for r in rows]
     out += ["", f"{within} of {len(rows)} rows within 20% (goal: all); median |error| "
-            f"{statistics.median(errs):.1%} (goal: at most 10%). With the profiler's cost kept "
-            f"(`--keep-profiler`, the last two columns): {sum(x <= REAL_ROW for x in kept)} of "
-            f"{len(rows)} within 20%, median |error| {statistics.median(kept):.1%}.", "",
+            f"{statistics.median(errs):.1%} (goal: at most 10%). With the profiler's cost "
+            f"estimated from the events alone (the last two columns): "
+            f"{sum(x <= REAL_ROW for x in alone)} of {len(rows)} within 20%, median |error| "
+            f"{statistics.median(alone):.1%}.", "",
             real_notes(), "",
             f"`GEMMS` is the regular expression `{GEMMS}`, `CONVS` `{CONVS}`. *path then bound "
             "by*: of the median predicted step (`GPU` where the GPU's work sets its period)."]
@@ -373,19 +407,25 @@ REAL_HEAD = """
 Loops written as users write them (`scripts/gpu/real_loops.py`: a pytorch/examples mnist
 loop fed by a DataLoader, a 4-layer transformer, a 20-layer MLP, torchvision's resnet18),
 recorded on one H200 in pairs whose second variant makes one change
-(`sample_traces/h200/real-loops/README.md`). *predicted* is what `traceprobe whatif` predicts
-by default: the median step's predicted **period** (docs/FIGURES.md, "Critical path and
-what-if": the longer of the step's host span and the GPU work it launched) from the **slow
-variant's trace alone**, under `no-profiler` (the profiler's own host cost, estimated from
-that trace, removed: the prediction is for the loop run unprofiled) and then the scenario;
+(`sample_traces/h200/real-loops/README.md`; this table is the third recording,
+`sample_traces/h200/real-loops-3`, whose traces carry the recorder's unprofiled timing).
+*predicted* is what `traceprobe whatif` predicts by default: the median step's predicted
+**period** (docs/FIGURES.md, "Critical path and what-if": the longer of the step's host span
+and the GPU work it launched) from the **slow variant's trace alone**, under `no-profiler`
+(the profiler's own host cost removed: the prediction is for the loop run unprofiled) and
+then the scenario. The cost removed is **calibrated** on the slow loop's measured unprofiled
+host time, which the recording script stores in its trace (`traceprobeUnprofiled`: one step
+timed from an idle GPU, the host's issue time; `traceprobe/graph/calibrate.py`); a trace
+without it gets the estimate from its events (the last two columns).
 *measured* is the fast variant's unprofiled median ms/step (`timing.json`, timed in the same
 script without the profiler). *error* = (predicted − measured) / measured. Goal: every row
 within 20%, median within 10%. *predicted speedup*: the slow trace's unchanged replay under
 `no-profiler` over the prediction. For `kernels:REGEX=F`, F is the one number taken from the
 fast run: the matching kernels' time per step in the slow trace over the fast trace's (the
 kernel-level speedup a user would measure with a micro-benchmark); the prediction says what
-that does to the step. The last two columns keep the profiler's cost
-(`traceprobe whatif --keep-profiler`), for comparison.
+that does to the step. The last two columns remove the profiler's cost as estimated from the
+trace's events alone (`traceprobe/graph/overhead.py`), as `traceprobe whatif` does on a trace
+without the recorder's timing.
 
 """
 
@@ -393,13 +433,17 @@ NULL_HEAD = """
 
 ### The profiler's own cost, checked on every loop
 
-The default removes the profiler's host cost per recorded CPU event, estimated from the trace
-alone (`traceprobe/graph/overhead.py`; docs/FIGURES.md, "The profiler's own cost": the median
-parent-start → child-start interval plus the median child-end → parent-end interval of the
-trace's threads, over the profiled steps; nothing is calibrated). Each row is a **null
-prediction**: a variant's own trace replayed unchanged under `no-profiler`, against the same
-variant's measured unprofiled ms/step; *profiled period* is the trace's period with the
-profiler's cost kept. Every variant with an unprofiled timing is listed.
+`no-profiler` removes the profiler's host cost per recorded CPU event (docs/FIGURES.md, "The
+profiler's own cost"), **estimated** from the trace's events alone
+(`traceprobe/graph/overhead.py`: the median parent-start → child-start interval plus the median
+child-end → parent-end interval of the trace's threads, over the profiled steps), or, where the
+trace carries the recorder's measured unprofiled host time (*measured host issue time*: one
+step timed from an idle GPU, median of 15), **calibrated** on it
+(`traceprobe/graph/calibrate.py`: the cost at which the replayed host span, GPU instant, equals
+that time). Each row is a **null prediction**: a variant's own trace replayed unchanged under
+`no-profiler`, against the same variant's measured unprofiled ms/step; *profiled period* is
+the trace's period with the profiler's cost kept. Every variant with an unprofiled timing is
+listed.
 
 """
 
@@ -411,11 +455,22 @@ def null_notes(rows: list[NullRow]) -> str:
     out = []
     if slow:
         out.append(
-            "Too slow: " + ", ".join(f"`{r.variant}`" for r in slow) + ": loops the host "
-            "bounds, where the estimate falls short of what the profiler cost (what it adds "
-            "inside events, such as CUPTI's work inside each runtime call, which no interval "
-            "between events shows; the micro-loops below measure the cost and show why no "
-            "constant per event closes it).")
+            "Estimate too slow: " + ", ".join(f"`{r.variant}`" for r in slow) + ": loops the "
+            "host bounds, where the estimate falls short of what the profiler cost (what it "
+            "adds inside events and to the host's own work, which no interval between events "
+            "shows; the micro-loops below show why no constant per event closes it).")
+        fixed = [r for r in slow if r.error_cal is not None and abs(r.error_cal) <= REAL_ROW]
+        if fixed:
+            out.append("Calibrated on the measured host time, " + ", ".join(
+                f"`{r.variant}` {r.error_cal:+.1%}" for r in fixed) + ".")
+    cal_off = [r for r in rows if r.error_cal is not None and r.error_cal > REAL_ROW]
+    if cal_off:
+        out.append(
+            "Calibrated too slow: " + ", ".join(
+                f"`{r.variant}` (host issue time {r.host_ms:.2f} ms against {r.measured_ms:.2f}"
+                " ms per step)" for r in cal_off) + ": the one step timed from an idle GPU took "
+            "the host longer than a step of the running loop, so the calibration keeps more "
+            "than the loop's steady host time.")
     if fast:
         out.append(
             "Too fast: " + ", ".join(f"`{r.variant}`" for r in fast) + ": the profiled steps "
@@ -426,10 +481,12 @@ def null_notes(rows: list[NullRow]) -> str:
     kept = statistics.median(abs(r.error_kept) for r in rows)
     if removed < kept:
         out.append(
-            f"Removed, the null predictions' median error is {removed:.1%} against {kept:.1%} "
-            "kept: that is why `traceprobe whatif` removes the estimate by default (the "
-            "real-loop pairs above carry it too; where their kept column looks better, the "
-            "profiler's overhead hid a miss the trace cannot explain, as on the mnist row).")
+            f"Even estimated, the null predictions' median error is {removed:.1%} against "
+            f"{kept:.1%} kept: that is why `traceprobe whatif` removes the profiler's cost by "
+            "default. A calibrated null prediction of a loop the host bounds is close by "
+            "construction (its host span is set to the measured issue time); what it tests is "
+            "that one step's issue time stands for the running loop's, and, on loops the GPU "
+            "bounds, that nothing else moved.")
     return " ".join(out)
 
 

@@ -8,11 +8,17 @@ per variant does, in order:
 1. **unprofiled timing**: warm-up steps, then ``BLOCKS`` blocks of ``BLOCK`` steps, each block
    timed between two ``torch.cuda.synchronize()`` calls; the figure is the median block's
    ms/step (``timing.json``: every block, the median, the device, torch's version);
-2. **a profiled run** of the same loop under ``torch.profiler`` with a schedule
+2. **the host's unprofiled time per step**: ``HOST_REPS`` times, a ``synchronize()``, one
+   step, the time the host took to return from it (its *issue time*: the GPU, idle at the
+   start, does not hold the host back unless the step itself waits for it), then another
+   ``synchronize()``; the median (``timing.json``'s ``host_ms_per_step_median``, and in the
+   trace as the top-level key ``traceprobeUnprofiled``, which ``traceprobe whatif``'s
+   ``no-profiler`` calibrates on);
+3. **a profiled run** of the same loop under ``torch.profiler`` with a schedule
    (wait 1, warm-up 2, active 3 steps), ``record_shapes=True``, written gzipped by
    ``tensorboard_trace_handler`` into ``OUTDIR/VARIANT/`` (``*-modules`` variants also record
    ``with_stack``/``with_modules`` for the module view);
-3. **FLOPs per op** of one training step counted by ``torch.utils.flop_counter.FlopCounterMode``
+4. **FLOPs per op** of one training step counted by ``torch.utils.flop_counter.FlopCounterMode``
    (``flops.json``: aten op -> FLOPs of one step), an independent count for traceprobe's
    formulas (issue 21).
 
@@ -36,6 +42,9 @@ from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trac
 
 WAIT, WARMUP, ACTIVE = 1, 2, 3
 WARM_STEPS, BLOCK, BLOCKS = 10, 10, 5
+HOST_REPS = 15  # host issue time: one step between two synchronize() calls, this many times
+# the trace's top-level key for the unprofiled measurements (traceprobe's no-profiler reads it)
+META_KEY = "traceprobeUnprofiled"
 
 # (slow variant, scenario(s) a user would ask about, the variant that makes the change)
 PAIRS = (
@@ -256,7 +265,7 @@ def main() -> int:
     variant = a.variant.removesuffix("-modules")
     profiled = WAIT + WARMUP + ACTIVE
     blocks = 2 if a.quick else BLOCKS
-    n_steps = WARM_STEPS + BLOCK * blocks + profiled + 4
+    n_steps = WARM_STEPS + BLOCK * blocks + HOST_REPS + profiled + 4
     step, once = build(variant, dev, a.quick, n_steps)
     out = Path(a.out) / a.variant
     out.mkdir(parents=True, exist_ok=True)
@@ -272,6 +281,20 @@ def main() -> int:
                 step()
             sync(dev)
             per_step.append((time.perf_counter() - t0) * 1e3 / BLOCK)
+    host: list[float] = []
+    if not modules:  # the host's issue time of one step, the GPU idle at its start
+        for _ in range(HOST_REPS if not a.quick else 3):
+            sync(dev)
+            t0 = time.perf_counter()
+            step()
+            host.append((time.perf_counter() - t0) * 1e3)
+            sync(dev)
+    unprofiled = {
+        "step_ms": statistics.median(per_step) if per_step else None,
+        "host_ms": statistics.median(host) if host else None,
+        "how": "step_ms: median of blocks of steps between synchronize(); host_ms: median "
+               "time to return from one step begun on an idle GPU (the host's issue time)",
+    }
     act = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
     with profile(
         activities=act,
@@ -281,8 +304,10 @@ def main() -> int:
         with_stack=modules,
         with_modules=modules,
     ) as prof:
-        for _ in range(profiled):
+        for i in range(profiled):
             step()
+            if i >= WAIT and unprofiled["host_ms"] is not None:  # a recording cycle is open
+                prof.add_metadata_json(META_KEY, json.dumps(unprofiled))
             prof.step()
     sync(dev)
     info = {
@@ -290,6 +315,8 @@ def main() -> int:
         "ms_per_step_median": statistics.median(per_step) if per_step else None,
         "ms_per_step_blocks": per_step,
         "block_steps": BLOCK,
+        "host_ms_per_step_median": unprofiled["host_ms"],
+        "host_ms_per_step": host,
         "timing": "median over blocks of BLOCK steps, each block between two synchronize()",
         "device": torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu",
         "torch": torch.__version__,

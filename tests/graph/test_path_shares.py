@@ -86,7 +86,7 @@ def test_dataloader_loops_are_dataloader_on_the_path(path: Path) -> None:
             assert share >= 0.5
 
 
-@pytest.mark.parametrize("recording", ["real-loops", "real-loops-2"])
+@pytest.mark.parametrize("recording", ["real-loops", "real-loops-2", "real-loops-3"])
 def test_a_dataloader_bound_loop_is_bound_by_the_dataloader(recording: str) -> None:
     path = next(REPO.glob(f"sample_traces/h200/{recording}/mnist-workers1/*.pt.trace.json*"))
     r = analyze(load(path), step="all")

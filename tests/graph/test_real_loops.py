@@ -1,5 +1,6 @@
-"""The real training loops (sample_traces/h200/real-loops): docs/WHATIF.md's "Real training
-loops" table against the recordings, and the period against the unprofiled timing.
+"""The real training loops (sample_traces/h200/real-loops-3, the newest recording, whose
+traces carry the recorder's unprofiled host time): docs/WHATIF.md's "Real training loops"
+table against the recordings, and the period against the unprofiled timing.
 
 Each number of the table is recomputed here another way: the measured times from the
 timing.json files, the kernel factors F from the raw trace JSON (no traceprobe loader), the
@@ -21,7 +22,7 @@ from traceprobe.graph import whatif
 from traceprobe.load import load
 
 REPO = Path(__file__).resolve().parents[2]
-REAL = REPO / "sample_traces" / "h200" / "real-loops"
+REAL = REPO / "sample_traces" / "h200" / "real-loops-3"
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="real-loop recordings not present")
 
 
@@ -98,7 +99,10 @@ def test_the_table_has_every_pair_and_its_numbers_hold() -> None:
             assert shown == pytest.approx(f, rel=0.006)
             scenario = f"kernels:{pair.kernels}={shown:g}"
         tl = load(_trace(pair.slow))
-        # the main column: what `traceprobe whatif` predicts by default (profiler removed)
+        # the main column: what `traceprobe whatif` predicts by default (profiler removed,
+        # calibrated on the trace's measured host time: tests/graph/test_calibrate.py)
+        assert "calibrated on the recorder's" in " ".join(
+            whatif(tl, ["no-profiler"], step=None).notes)
         main = whatif(tl, ["no-profiler", scenario], step="all")
         assert _ms(pred) == pytest.approx(_median_period(main), abs=0.006)
         assert _ms(period) == pytest.approx(
@@ -107,9 +111,11 @@ def test_the_table_has_every_pair_and_its_numbers_hold() -> None:
         assert float(speed[:-1]) == pytest.approx(null / _ms(pred), rel=0.01)
         assert float(mspeed[:-1]) == pytest.approx(_timing(pair.slow) / _timing(pair.fast),
                                                    abs=0.006)
-        # the comparison column: the profiler's cost kept (--keep-profiler)
-        kept = _median_period(whatif(tl, [scenario], step="all"))
-        assert _ms(cells[12]) == pytest.approx(kept, abs=0.006)
+        # the comparison column: the profiler's cost estimated from the events alone (the
+        # estimate by the slow sweep below)
+        est = _slow_profiler_cost(_trace(pair.slow))
+        alone = _median_period(whatif(tl, [f"no-profiler:{est:g}", scenario], step="all"))
+        assert _ms(cells[12]) == pytest.approx(alone, abs=0.006)
         _error_holds(_ms(pred), _ms(meas), _pct(err))
         _error_holds(_ms(cells[12]), _ms(meas), _pct(cells[13]))
 
@@ -150,15 +156,21 @@ def _slow_profiler_cost(path: Path) -> float:
 
 
 def test_the_null_table_has_every_variant_and_its_numbers_hold() -> None:
-    """The profiler's estimated cost, checked on every real loop: each variant's own trace
-    replayed unchanged under no-profiler against its own unprofiled ms/step."""
+    """The profiler's cost, estimated and calibrated, checked on every real loop: each
+    variant's own trace replayed unchanged under no-profiler against its own unprofiled
+    ms/step."""
+    from traceprobe.graph.build import build
+    from traceprobe.graph.calibrate import host_span_ns
+
     rows = _rows("### The profiler's own cost, checked on every loop")
     timed = sorted(d.name for d in REAL.iterdir() if (d / "timing.json").is_file()
                    and json.loads((d / "timing.json").read_text())["ms_per_step_median"])
     assert [c[0].strip("`") for c in rows] == timed and len(timed) >= 11
-    for v, meas, period, err_kept, ns, pred, err in rows:
+    for v, meas, host, period, err_kept, ns, pred, err, cal_ns, cal, err_cal in rows:
         v = v.strip("`")
+        timing = json.loads((REAL / v / "timing.json").read_text())
         assert _ms(meas) == pytest.approx(_timing(v), abs=0.006)
+        assert _ms(host) == pytest.approx(timing["host_ms_per_step_median"], abs=0.006)
         assert float(ns.split()[0]) == pytest.approx(_slow_profiler_cost(_trace(v)), abs=1.5)
         tl = load(_trace(v))
         res = whatif(tl, [f"no-profiler:{float(ns.split()[0]):g}"], step="all")
@@ -167,12 +179,26 @@ def test_the_null_table_has_every_variant_and_its_numbers_hold() -> None:
             statistics.median(w.period_us for w in res.windows) / 1000, abs=0.006)
         _error_holds(_ms(pred), _ms(meas), _pct(err))
         _error_holds(_ms(period), _ms(meas), _pct(err_kept))
+        # calibrated: the default; at the shown NS the host span (GPU instant) is the
+        # measured host time, unless the NS is the cap
+        assert _ms(cal) == pytest.approx(_median_period(whatif(tl, ["no-profiler"], step="all")),
+                                         abs=0.006)
+        shown = float(cal_ns.split()[0])
+        span = host_span_ns(build(tl), shown) / 1e6
+        if "capped" in cal_ns:
+            assert span > timing["host_ms_per_step_median"]
+        else:
+            assert span == pytest.approx(timing["host_ms_per_step_median"], rel=0.002)
+        _error_holds(_ms(cal), _ms(meas), _pct(err_cal))
     summary = _section("### The profiler's own cost, checked on every loop")
-    errs = [abs(_pct(c[6])) for c in rows]
-    assert (f"Profiler removed: {sum(e <= 20 for e in errs)} of {len(rows)} variants within "
-            f"20%, median |error| {statistics.median(errs):.1f}%") in summary
-    kept = [abs(_pct(c[3])) for c in rows]
-    assert statistics.median(errs) < statistics.median(kept)  # why the default removes it
+    errs = [abs(_pct(c[7])) for c in rows]
+    cals = [abs(_pct(c[10])) for c in rows]
+    assert (f"Estimate removed: {sum(e <= 20 for e in errs)} of {len(rows)} variants within "
+            f"20%, median |error| {statistics.median(errs):.1f}%. Calibrated: "
+            f"{sum(e <= 20 for e in cals)} of {len(rows)} within 20%, median |error| "
+            f"{statistics.median(cals):.1f}%") in summary
+    kept = [abs(_pct(c[4])) for c in rows]
+    assert statistics.median(cals) < statistics.median(errs) < statistics.median(kept)
     assert (f"median error is {statistics.median(errs):.1f}% against "
             f"{statistics.median(kept):.1f}% kept") in summary
 
@@ -247,9 +273,12 @@ def _raw_calls(path: Path) -> list[int]:
 # the rows that meet the 20% goal today: a regression in the model shows here
 WITHIN = {("transformer-fp32", "kernels", "transformer-tf32"),
           ("transformer-fp32", "precision", "transformer-tf32"),
+          ("transformer-fp32", "kernels", "transformer-bf16"),
+          ("transformer-fp32", "precision", "transformer-bf16"),
           ("transformer-tf32-item", "no-host-sync", "transformer-tf32"),
           ("mlp-eager", "cuda-graph", "mlp-graph")}
-# (resnet-tf32 is within 20% too, by no merit of the model: the real loop changed its kernels)
+# (the misses, mnist and resnet, are the pairs whose measured speedup itself spread by more
+# than 20% over the recordings: tests/graph/test_real_loops_again.py)
 
 
 def test_predictions_within_twenty_percent_of_the_unprofiled_runs() -> None:

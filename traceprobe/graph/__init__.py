@@ -230,7 +230,7 @@ def whatif(tl: Timeline, scenarios: Sequence[str], step: int | str | None = "all
                                   max(hb, gb) / 1000, max(hp, gp) / 1000, gb > hb,
                                   not why, why, hb / 1000, gb / 1000))
     notes = list(p.notes)
-    if host_set and any(s.text.startswith("no-profiler") for s in [*under, *parsed]):
+    if host_set and _estimated(tl, [*under, *parsed]):
         notes.append(HOST_SET_NOTE.format(steps=_steps_text(host_set)))
     return WhatIf(tl.source, tuple(s.text for s in parsed), tuple(out), tuple(notes),
                   tuple(s.text for s in under))
@@ -240,7 +240,19 @@ HOST_SET_NOTE = (
     "no-profiler: the host sets the predicted period of {steps}; the profiler's cost inside "
     "events (such as CUPTI's work in each runtime call), which no interval between events "
     "shows, stays in it, so the loop run unprofiled may be faster than predicted "
-    "(docs/WHATIF.md, \"The profiler's cost measured on micro-loops\")")
+    "(docs/WHATIF.md, \"The profiler's cost measured on micro-loops\"); a trace that carries "
+    "the loop's measured unprofiled host time (traceprobeUnprofiled) is calibrated on it "
+    "instead")
+
+
+def _estimated(tl: Timeline, scenarios: Sequence[Any]) -> bool:
+    """Whether a no-profiler among ``scenarios`` removes a cost not calibrated on a measured
+    unprofiled host time (:mod:`.calibrate`): given as NS, or estimated from the events."""
+    from traceprobe.graph.calibrate import measured_host_ms
+
+    texts = [s.text for s in scenarios if s.text.startswith("no-profiler")]
+    return any(t != "no-profiler" for t in texts) or (bool(texts) and
+                                                      measured_host_ms(tl) is None)
 
 
 def _steps_text(steps: list[int]) -> str:

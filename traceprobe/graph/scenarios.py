@@ -142,11 +142,13 @@ def parse(text: str, tl: Timeline | None = None) -> Scenario:
         return Scenario(t, simple[t])
     if t == PROFILER:
         def estimated(g: Graph, p: Plan) -> None:
+            from traceprobe.graph.calibrate import calibrate, measured_host_ms
             from traceprobe.graph.overhead import profiler_cost
 
             if tl is None:
                 raise UsageError(f"scenario {t!r} needs the trace (parse(text, timeline))")
-            cost = profiler_cost(tl)
+            host = measured_host_ms(tl)
+            cost = calibrate(g, host) if host else profiler_cost(tl)
             no_profiler(g, p, cost.ns)
             p.notes[-1] += f", {cost.describe()}"
 

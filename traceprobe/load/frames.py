@@ -84,12 +84,29 @@ def timeline(cols: Columns) -> Timeline:
         extra["display_time_unit"] = cols.header.displayTimeUnit
     if cols.salvaged is not None:
         extra["salvaged"] = dict(cols.salvaged)
+    unprofiled = _unprofiled(cols.header.traceprobeUnprofiled)
+    if unprofiled:
+        extra["unprofiled"] = unprofiled
     extra.update({k: v for k, v in cols.notes.items() if k != "lenient"})
     warnings = _warnings(cols, gpu_df) + _step_warnings(step_issues)
     if warnings:
         extra["warnings"] = warnings
     meta = _meta(cols, kind_u, names_u, gpu_df.empty, extra)
     return Timeline(gpu=gpu_df, cpu=cpu_df, steps=steps, meta=meta)
+
+
+def _unprofiled(value: Any) -> dict[str, float]:
+    """The recorder's unprofiled timing (top-level ``traceprobeUnprofiled``: ``host_ms``, the
+    host's time for one step begun on an idle GPU, and ``step_ms``, the loop's ms per step),
+    its positive finite numbers only; {} when absent or of another shape."""
+    if not isinstance(value, dict):
+        return {}
+    out = {}
+    for key in ("host_ms", "step_ms"):
+        v = value.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < float("inf"):
+            out[key] = float(v)
+    return out
 
 
 def _warnings(cols: Columns, gpu: pd.DataFrame) -> list[str]:

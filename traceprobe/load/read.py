@@ -111,6 +111,7 @@ class Document(msgspec.Struct, gc=False):
     schemaVersion: Any = None
     traceName: Any = None
     displayTimeUnit: Any = None
+    traceprobeUnprofiled: Any = None  # the recorder's unprofiled timing (graph/calibrate.py)
 
 
 _DOC = msgspec.json.Decoder(Document | list[Event])
