@@ -108,6 +108,7 @@ def test_a_host_set_prediction_says_the_profilers_cost_inside_events_stays() -> 
     assert host_set == [w.step for w in res.windows]  # every predicted step: the host's
     (note,) = [n for n in res.notes if "sets the predicted period" in n]
     assert f"{len(host_set)} steps ({', '.join(str(n) for n in host_set)})" in note
+    assert "traceprobe profile --host-steps 10" in note  # how to calibrate it instead
     assert all(w.gpu_bound for w in res.windows)  # the base: the GPU's work sets its period
     for quiet in (whatif(tl, [], baseline=["no-profiler"]), whatif(tl, ["precision:bf16"])):
         assert not [n for n in quiet.notes if "sets the predicted period" in n]

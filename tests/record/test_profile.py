@@ -136,6 +136,54 @@ def test_mlp_metadata_says_what_ran_and_how_long(mlp):
     assert m["command"][:2] == ["traceprobe", "profile"]
 
 
+@pytest.fixture(scope="module")
+def hosted(tmp_path_factory):
+    """GIVEN examples/mlp_cpu.py profiled with 4 host steps, wait 1, warmup 1, active 2."""
+    out = tmp_path_factory.mktemp("hosted") / "runs"
+    r = run_profile("-o", str(out), "--host-steps", "4", "--wait", "1", "--warmup", "1",
+                    "--active", "2", "--", str(EXAMPLES / "mlp_cpu.py"), "--steps", "20")
+    return out / "mlp_cpu", r
+
+
+def test_host_steps_come_before_the_wait_and_their_median_is_in_the_trace(hosted):
+    """THEN steps 1-4 are host steps (the recorded steps move on by 4), the trace's top-level
+    traceprobeUnprofiled holds the median of their wall times (the metadata's own step
+    walls), and whatif's default no-profiler calibrates on it."""
+    folder, r = hosted
+    assert r.returncode == 0, r.stderr
+    m = meta.read(folder / meta.FILENAME)
+    t = m["timing"]
+    # the first step is the schedule's one wait step, then the host steps
+    assert t["step_phase"][:8] == ["wait", "host", "host", "host", "host", "warmup", "active",
+                                   "active"]
+    (trace,) = traces(folder)
+    doc = load(trace)
+    assert step_numbers(doc) == active_steps(1 + 4, 1, 2)
+    walls = [w for w, p in zip(t["step_wall_s"], t["step_phase"], strict=True) if p == "host"]
+    got = doc["traceprobeUnprofiled"]
+    assert got["host_steps"] == 4 == t["host_steps"]
+    # (the metadata's walls are rounded to the µs)
+    assert got["host_ms"] == pytest.approx(statistics.median(walls) * 1e3, abs=1e-3)
+    assert t["host_issue_median_s"] == pytest.approx(statistics.median(walls), abs=1e-6)
+    # the unprofiled step time leaves the host steps out (they began on an idle device)
+    odd = {o["index"] for o in t["outlier_steps"]}
+    done = [w for i, (w, p) in enumerate(zip(t["step_wall_s"], t["step_phase"], strict=True))
+            if p == "done" and i not in odd]
+    assert t["unprofiled_step_median_s"] == pytest.approx(statistics.median(done), abs=1e-6)
+    from traceprobe.graph import whatif
+    from traceprobe.load import load as load_trace
+
+    res = whatif(load_trace(trace), ["no-profiler"], step="all")
+    assert any(f"calibrated on the recorder's unprofiled host time, {got['host_ms']:.3g} ms"
+               in n for n in res.notes)
+
+
+def test_a_negative_host_steps_is_one_line(tmp_path):
+    code, out = _one_line(["-o", str(tmp_path), "--host-steps", "-1", "--",
+                           str(EXAMPLES / "mlp_cpu.py")])
+    assert code == 2 and "--host-steps must be 0 or more" in out.replace(",", "")
+
+
 def test_mlp_summary_names_the_trace_and_the_commands(mlp):
     folder, r = mlp
     assert "2 complete steps (ProfilerStep#3-#4)" in r.stdout

@@ -240,9 +240,9 @@ HOST_SET_NOTE = (
     "no-profiler: the host sets the predicted period of {steps}; the profiler's cost inside "
     "events (such as CUPTI's work in each runtime call), which no interval between events "
     "shows, stays in it, so the loop run unprofiled may be faster than predicted "
-    "(docs/WHATIF.md, \"The profiler's cost measured on micro-loops\"); a trace that carries "
-    "the loop's measured unprofiled host time (traceprobeUnprofiled) is calibrated on it "
-    "instead")
+    "(docs/WHATIF.md, \"The profiler's cost measured on micro-loops\"); record the loop with "
+    "`traceprobe profile --host-steps 10` to store its unprofiled host time in the trace, and "
+    "the cost is calibrated on it")
 
 
 def _estimated(tl: Timeline, scenarios: Sequence[Any]) -> bool:

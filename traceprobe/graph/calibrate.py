@@ -3,8 +3,8 @@
 A trace cannot say how much faster its host would have run unprofiled: part of the
 profiler's cost lies inside events (and in a slower host overall), where no interval between
 events shows it (:mod:`.overhead` estimates only what the intervals show). A recorder that
-also ran the loop *unprofiled* can say: traceprobe's recorders (and
-scripts/gpu/real_loops.py) time one step begun on an idle GPU, the host's **issue time**
+also ran the loop *unprofiled* can say: ``traceprobe profile --host-steps N`` (and
+scripts/gpu/real_loops.py) time steps each begun on an idle GPU, the host's **issue time**
 (the GPU, idle at the start, does not hold the host back unless the step waits for it), and
 store the median as ``host_ms`` in the trace's top-level ``traceprobeUnprofiled``
 (``traceprobe.load``: ``meta.extra["unprofiled"]``).

@@ -46,9 +46,13 @@ the order given.
 ``no-profiler``
     The profiler's own host cost removed, as if the loop ran unprofiled: each CPU event the
     trace recorded (CPU op, runtime call, annotation) cost the host NS nanoseconds to record,
-    charged to the gap between calls in which it starts (never below 0), with NS estimated
-    from the trace itself (:mod:`traceprobe.graph.overhead`: the median parent-start to
-    child-start interval plus the median child-end to parent-end interval of its threads).
+    charged to the gap between calls in which it starts (never below 0; what a gap cannot
+    hold comes off its call's own time). NS is calibrated on the loop's measured unprofiled
+    host time where the trace carries one (top-level ``traceprobeUnprofiled``, as
+    ``traceprobe profile --host-steps N`` records it; :mod:`traceprobe.graph.calibrate`: the
+    NS at which the replayed host span, GPU instant, equals it), else estimated from the
+    trace itself (:mod:`traceprobe.graph.overhead`: the median parent-start to child-start
+    interval plus the median child-end to parent-end interval of its threads).
     ``traceprobe whatif`` applies it to both sides by default, base and prediction
     (``--keep-profiler`` keeps the profiled host's time); docs/WHATIF.md checks the
     unchanged replay under it against every real loop's unprofiled ms/step.

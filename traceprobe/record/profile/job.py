@@ -56,8 +56,9 @@ def step_options(a: Args) -> Any:
     from traceprobe.record.profile.steps import StepOptions
 
     s = Schedule(a.wait, a.warmup, a.active, a.repeat)
-    if min(a.wait, a.warmup) < 0 or a.active < 1 or a.repeat < 1:
-        raise UsageError("--wait and --warmup must be 0 or more, --active and --repeat 1 or more")
+    if min(a.wait, a.warmup, a.host_steps) < 0 or a.active < 1 or a.repeat < 1:
+        raise UsageError("--wait, --warmup and --host-steps must be 0 or more, --active and "
+                         "--repeat 1 or more")
     if a.window_ms <= 0 or a.window_after < 0:
         raise UsageError("--window-ms must be more than 0 and --window-after 0 or more")
     return StepOptions(
@@ -68,6 +69,7 @@ def step_options(a: Args) -> Any:
         record_shapes=a.record_shapes,
         profile_memory=a.profile_memory,
         with_stack=a.with_stack,
+        host_steps=a.host_steps,
     )
 
 
@@ -115,7 +117,7 @@ def _single(
             meta.write(tmp / meta.FILENAME, m)
     except _NoTrace:
         _after(target, ended)
-        echo(summary.no_trace(target, res, opts.schedule))
+        echo(summary.no_trace(target, res, opts.schedule, opts.host_steps))
         return ended.status
     _after(target, ended)
     echo(summary.text(final, m))

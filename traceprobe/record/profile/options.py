@@ -36,6 +36,10 @@ OPTIONS: list[Opt] = [
     Opt("warmup", int, 2, "Profiler schedule: steps traced but discarded."),
     Opt("active", int, 3, "Profiler schedule: steps recorded into a trace."),
     Opt("repeat", int, 1, "Profiler schedule: cycles (one trace file each)."),
+    Opt("host-steps", int, 0, "Steps after the first, before the rest of the schedule, each begun "
+        "on an idle GPU and timed: "
+        "the host's unprofiled time per step, stored in the trace so that `traceprobe whatif` "
+        "calibrates the profiler's cost on it (10 is plenty; 0: none)."),
     Opt("step-on", str, None, "A step ends when a record_function range or Python function "
         "of this name ends (instead of at optimizer steps)."),
     Opt("window-ms", float, 1000.0, "Length of a time window when stepping by time."),

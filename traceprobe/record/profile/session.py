@@ -107,7 +107,7 @@ def result(
     rank: int | None,
     target: tgt.Target | None = None,
 ) -> dict[str, Any]:
-    s = stepper.opts.schedule
+    s = stepper.schedule
     rows = stepper.steps()
     in_progress = len(stepper.boundaries) - 1 if stepper.boundaries else None
     partial = (
@@ -151,6 +151,7 @@ def timing(stepper: Stepper, rows: list[dict[str, Any]], t0: float, t1: float) -
     plain = [r["wall_s"] for r in usual if r["phase"] == "done"] or [
         r["wall_s"] for r in usual if r["phase"] == "wait" and r["index"] > 0
     ]
+    host = stepper.host_issue_s()
     med_active = statistics.median(active) if active else None
     med_plain = statistics.median(plain) if plain else None
     return {
@@ -165,6 +166,10 @@ def timing(stepper: Stepper, rows: list[dict[str, Any]], t0: float, t1: float) -
         "unprofiled_from": "done" if any(r["phase"] == "done" for r in rows) else "wait",
         "step_overhead": (med_active / med_plain) if med_active and med_plain else None,
         "step_overhead_of": [len(active), len(plain)],  # steps behind each median
+        # the host steps (--host-steps): each begun on an idle device; their median is in
+        # the traces (traceprobeUnprofiled), for whatif's calibrated no-profiler
+        "host_issue_median_s": statistics.median(host) if host else None,
+        "host_steps": len(host),
         "outlier_steps": out,
     }
 

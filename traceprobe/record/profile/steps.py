@@ -21,7 +21,16 @@ schedule and moves it on at *boundaries* that come from the unmodified script:
 
 The first boundary starts the profiler, so ``ProfilerStep#0`` is the iteration after
 the first one (from the end of the first optimizer step to the end of the second):
-the script's set-up never lands in a step. Kineto's own log lines (``profiler_start``
+the script's set-up never lands in a step.
+
+``--host-steps N`` puts N *host steps* right after the first step (ProfilerStep#1 to #N; the
+rest of the schedule's wait, warm-up and active steps follow, numbered on by N): each
+begins on an idle device (a ``torch.cuda.synchronize()`` at its boundary) and is timed, so
+its wall time is the host's unprofiled **issue time** for one step (the GPU does not hold the
+host back unless the step waits for it). Their median goes into every trace the schedule
+writes as the top-level key ``traceprobeUnprofiled`` (``host_ms``), on which ``traceprobe
+whatif``'s ``no-profiler`` calibrates the profiler's cost (traceprobe/graph/calibrate.py).
+Not with time windows, which are not steps. Kineto's own log lines (``profiler_start``
 ...) are written to ``log`` instead of the console's stderr.
 """
 
@@ -49,6 +58,8 @@ from traceprobe.record.registry import Schedule
 
 OPTIMIZER, STEP_ON, WINDOWS = "optimizer", "step-on", "windows"
 WINDOW_MARK = "traceprobe.time_window: {ms:g} ms"  # traceprobe.report.build reads it back
+HOST = "host"  # the phase of a host step
+UNPROFILED_KEY = "traceprobeUnprofiled"  # the trace's top-level key (traceprobe.load reads it)
 
 
 @dataclass
@@ -60,6 +71,7 @@ class StepOptions:
     record_shapes: bool = False
     profile_memory: bool = False
     with_stack: bool = False
+    host_steps: int = 0
 
 
 def void(_: object) -> None:
@@ -117,10 +129,24 @@ class Stepper:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         self.activities = [a.name for a in activities]
         self._activities = activities
+        s = opts.schedule  # the profiler's: the host steps wait too
+        self.schedule = Schedule(s.wait + opts.host_steps, s.warmup, s.active, s.repeat)
         self.prof = self._profiler()
 
+    def phase(self, index: int) -> str:
+        """The phase of ProfilerStep ``index``: the schedule's, or :data:`HOST`."""
+        if 1 <= index <= self.opts.host_steps:
+            return HOST
+        return phase_of(index, self.schedule)
+
+    def host_issue_s(self) -> list[float]:
+        """The host steps' wall times, in seconds (none with time windows)."""
+        if self.mode == WINDOWS:
+            return []
+        return [r["wall_s"] for r in self.steps() if r["phase"] == HOST]
+
     def _profiler(self) -> Any:
-        s, o = self.opts.schedule, self.opts
+        s, o = self.schedule, self.opts
         return torch.profiler.profile(
             activities=self._activities,
             schedule=torch.profiler.schedule(
@@ -242,8 +268,9 @@ class Stepper:
                     self.started_at = entered
                 else:
                     self.prof.step()
-                    if phase_of(self.prof.step_num, self.opts.schedule) == "done":
+                    if phase_of(self.prof.step_num, self.schedule) == "done":
                         self._stop_profiler()
+                    self._host_step_begins()
                 if self.mode == WINDOWS and self.stopped_at is None:
                     with torch.profiler.record_function(WINDOW_MARK.format(ms=self.opts.window_ms)):
                         pass  # the window is labelled in the trace itself
@@ -254,8 +281,29 @@ class Stepper:
             exc, self.pending = self.pending, None
             raise exc
 
+    def _host_step_begins(self) -> None:
+        """At a boundary: the step that begins is a host step: drain the device first (the
+        leave time is taken after this); or it is recorded: store the host steps' median."""
+        if self.mode == WINDOWS or not self.opts.host_steps:
+            return
+        now = len(self.boundaries)  # the step beginning at this boundary
+        if self.phase(now) == HOST:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        elif phase_of(now, self.schedule) in ("warmup", "active"):
+            issue = self.host_issue_s()
+            if issue:
+                import json
+                import statistics
+
+                with contextlib.suppress(Exception):  # a torch without it: no calibration
+                    self.prof.add_metadata_json(UNPROFILED_KEY, json.dumps({
+                        "host_ms": statistics.median(issue) * 1e3, "host_steps": len(issue),
+                        "how": "median wall time of host steps, each begun on an idle "
+                               "device: the host's issue time (traceprobe profile)"}))
+
     def _phase_now(self) -> str:
-        return phase_of(len(self.boundaries) - 1, self.opts.schedule)
+        return phase_of(len(self.boundaries) - 1, self.schedule)
 
     def _stop_profiler(self) -> None:
         if self.stopped_at is None and self.started_at is not None:
@@ -289,7 +337,7 @@ class Stepper:
         step and export are left out and summed in :meth:`transitions_s`)."""
         b = self.boundaries
         return [
-            {"index": i, "phase": phase_of(i, self.opts.schedule), "wall_s": b[i + 1][0] - b[i][1]}
+            {"index": i, "phase": self.phase(i), "wall_s": b[i + 1][0] - b[i][1]}
             for i in range(len(b) - 1)
         ]
 

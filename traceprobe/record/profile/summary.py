@@ -128,11 +128,12 @@ def headlines(folder: Path) -> list[str]:
     return lines
 
 
-def no_trace(target: Target, res: dict[str, Any], s: Schedule) -> str:
+def no_trace(target: Target, res: dict[str, Any], s: Schedule, host_steps: int = 0) -> str:
     """Why no trace was written: the script failed before the schedule recorded a step (it
     says where), or it ended before that (the schedule was too long for it)."""
-    first = s.wait + s.warmup + 2  # the first boundary starts the profiler (ProfilerStep#0)
+    first = host_steps + s.wait + s.warmup + 2  # the first boundary starts the profiler
     kind = {"optimizer": "optimizer steps", "step-on": "steps", "windows": "time windows"}
+    host = f" --host-steps {host_steps}" if host_steps else ""
     if res.get("failed_at") and res["exit_status"] not in (0, 130, 143):
         return (
             f"traceprobe: no trace written: `{target.label}` failed (exit status "
@@ -143,6 +144,6 @@ def no_trace(target: Target, res: dict[str, Any], s: Schedule) -> str:
     return (
         f"traceprobe: no trace written: `{target.label}` ended (exit status "
         f"{res['exit_status']}) after {res['boundaries']} {kind[res['step_source']]}; with "
-        f"--wait {s.wait} --warmup {s.warmup} the first recorded step ends at step {first}: "
-        "lower them, or use --step-on NAME / --window-after 0"
+        f"--wait {s.wait} --warmup {s.warmup}{host} the first recorded step ends at step "
+        f"{first}: lower them, or use --step-on NAME / --window-after 0"
     )
