@@ -127,6 +127,7 @@ def result(
         "step_source": stepper.mode,
         "fell_back_to_windows": stepper.fell_back,
         "activities": stepper.activities,
+        "cupti_teardown": stepper.cupti_teardown,  # TEARDOWN_CUPTI=1 set (steps.py)
         "boundaries": len(stepper.boundaries),
         "profiled_steps": [r["index"] for r in rows if r["phase"] == "active"],
         "partial_step": partial,
