@@ -32,6 +32,10 @@ def recording(wt: ModuleType, root: str) -> Iterator[None]:
         wt.REAL = was
 
 
+def _rel(a: float, b: float) -> float:
+    return (b - a) / a
+
+
 def spread(values: list[float]) -> float:
     """The largest over the smallest, minus one."""
     return max(values) / min(values) - 1
@@ -194,8 +198,66 @@ def calibration_section(wt: ModuleType) -> str:
     return "\n".join(out)
 
 
+PROFILED = "sample_traces/h200/profile-host-steps"
+# (slow variant, scenario, fast variant) of examples/lm_train.py, profiled by traceprobe
+PROFILE_PAIRS = (("lm-fp32", "precision:tf32", "lm-tf32"), ("lm-fp32", "precision:bf16", "lm-bf16"))
+
+
+def profiled_run(wt: ModuleType, variant: str) -> tuple[Path, dict[str, Any]]:
+    """(the trace, the metadata's timing) of one ``traceprobe profile`` run."""
+    from traceprobe.record import meta
+
+    folder = wt.REPO / PROFILED / variant
+    return next(folder.glob("*.pt.trace.json*")), meta.read(folder / meta.FILENAME)["timing"]
+
+
+def profile_rows(wt: ModuleType) -> list[dict[str, Any]]:
+    from traceprobe.graph.overhead import profiler_cost
+
+    rows = []
+    for slow, scen, fast in [(v, "", v) for v in ("lm-fp32", "lm-tf32", "lm-bf16")] + list(
+            PROFILE_PAIRS):
+        trace, timing = profiled_run(wt, slow)
+        measured = profiled_run(wt, fast)[1]["unprofiled_step_median_s"] * 1e3
+        tl = wt.load(trace)
+        given = [scen] if scen else []
+        cal = wt._median_period(wt.whatif(tl, ["no-profiler", *given], step="all"))
+        est = profiler_cost(tl).ns
+        alone = wt._median_period(wt.whatif(tl, [f"no-profiler:{est:g}", *given], step="all"))
+        rows.append({"slow": slow, "scenario": scen, "fast": fast, "measured": measured,
+                     "host": timing["host_issue_median_s"] * 1e3, "calibrated": cal,
+                     "alone": alone})
+    return rows
+
+
+def _code(text: str) -> str:
+    return f"`{text}`" if text else "–"
+
+
+def profile_section(wt: ModuleType) -> str:
+    if not (wt.REPO / PROFILED).is_dir():
+        return ""
+    rows = profile_rows(wt)
+    out = [PROFILE_HEAD, "| trace | scenario | measured variant | its unprofiled step "
+           "(metadata) | the trace's host issue time | predicted, calibrated | its error "
+           "| predicted, events alone | its error |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m = r["measured"]
+        out.append(f"| `{r['slow']}` | {_code(r['scenario'])} "
+                   f"| `{r['fast']}` | {m:.2f} ms | {r['host']:.2f} ms | {r['calibrated']:.2f} ms "
+                   f"| {_rel(m, r['calibrated']):+.1%} | {r['alone']:.2f} ms "
+                   f"| {_rel(m, r['alone']):+.1%} |")
+    cal = [abs(_rel(r["measured"], r["calibrated"])) for r in rows]
+    alone = [abs(_rel(r["measured"], r["alone"])) for r in rows]
+    out += ["", f"Calibrated: {sum(x <= wt.REAL_ROW for x in cal)} of {len(rows)} rows within "
+            f"20%, median |error| {statistics.median(cal):.1%}; from the events alone: "
+            f"{sum(x <= wt.REAL_ROW for x in alone)} of {len(rows)}, median |error| "
+            f"{statistics.median(alone):.1%}."]
+    return "\n".join(out)
+
+
 def sections(wt: ModuleType) -> str:
-    return repeat_section(wt) + calibration_section(wt)
+    return repeat_section(wt) + calibration_section(wt) + profile_section(wt)
 
 
 HEAD = """
@@ -224,5 +286,21 @@ timed unprofiled (blocks before and after the profiled run) and profiled as the 
 profiled minus the faster unprofiled figure; *the trace's estimate*: `no-profiler`'s cost per
 recorded event (`traceprobe/graph/overhead.py`) times the events per iteration. Events are
 counted from the traces' profiled steps.
+
+"""
+
+PROFILE_HEAD = """
+
+### `traceprobe profile --host-steps`, on the GPU
+
+The product's own path, end to end: `examples/lm_train.py` (an unmodified script: the
+4-layer transformer LM, AdamW, in fp32, TF32 or under bf16 autocast) profiled on one H200 by
+`traceprobe profile --record-shapes --host-steps 10` (`scripts/gpu/profile_host_steps.sh`;
+`sample_traces/h200/profile-host-steps`): ten steps after the first, each begun on an idle
+GPU, time the host's issue time, which goes into the trace; the profiler's cycle follows;
+the steps after it run unprofiled (CUPTI torn down: `cupti_teardown` in the metadata) and
+the metadata's `unprofiled_step_median_s` is their median. A row without a scenario is the
+null prediction of a run's own trace; the others predict the changed run from the fp32
+trace alone. *error* against the measured variant's unprofiled step.
 
 """
