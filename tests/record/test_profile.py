@@ -525,3 +525,15 @@ def test_cupti_is_torn_down_after_one_cycle_on_a_recent_cuda(env, cuda, repeat, 
     before = dict(env)
     assert stp.teardown_cupti(env, cuda, repeat) is sets
     assert env == ({**before, "TEARDOWN_CUPTI": "1"} if sets else before)
+
+
+def test_the_host_steps_median_counts_the_last_one_when_recording_starts_right_after():
+    """GIVEN --host-steps 3 --wait 1 --warmup 0 --active 1 THEN the one recorded step begins
+    as the third host step ends, and the trace's median is still over all three."""
+    from traceprobe.record.profile.steps import StepOptions, Stepper
+
+    st = Stepper.__new__(Stepper)  # the bookkeeping only: no profiler
+    st.opts, st.mode = StepOptions(Schedule(1, 0, 1, 1), host_steps=3), stp.OPTIMIZER
+    st.boundaries = [(0.0, 1.0), (2.0, 2.5), (3.5, 4.0), (6.0, 6.5)]  # host steps 1, 2 done
+    assert st.host_issue_s() == [1.0, 2.0]
+    assert st.host_issue_s(now=10.0) == [1.0, 2.0, 3.5]  # the third ends at this boundary

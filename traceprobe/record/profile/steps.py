@@ -168,11 +168,13 @@ class Stepper:
             return HOST
         return phase_of(index, self.schedule)
 
-    def host_issue_s(self) -> list[float]:
-        """The host steps' wall times, in seconds (none with time windows)."""
+    def host_issue_s(self, now: float | None = None) -> list[float]:
+        """The host steps' wall times, in seconds, of those complete (none with time
+        windows); ``now``: a boundary entered then, not yet in :attr:`boundaries`."""
         if self.mode == WINDOWS:
             return []
-        return [r["wall_s"] for r in self.steps() if r["phase"] == HOST]
+        b = self.boundaries + ([] if now is None else [(now, now)])
+        return [b[i + 1][0] - b[i][1] for i in range(1, min(self.opts.host_steps + 1, len(b) - 1))]
 
     def _profiler(self) -> Any:
         s, o = self.schedule, self.opts
@@ -299,7 +301,7 @@ class Stepper:
                     self.prof.step()
                     if phase_of(self.prof.step_num, self.schedule) == "done":
                         self._stop_profiler()
-                    self._host_step_begins()
+                    self._host_step_begins(entered)
                 if self.mode == WINDOWS and self.stopped_at is None:
                     with torch.profiler.record_function(WINDOW_MARK.format(ms=self.opts.window_ms)):
                         pass  # the window is labelled in the trace itself
@@ -310,7 +312,7 @@ class Stepper:
             exc, self.pending = self.pending, None
             raise exc
 
-    def _host_step_begins(self) -> None:
+    def _host_step_begins(self, entered: float) -> None:
         """At a boundary: the step that begins is a host step: drain the device first (the
         leave time is taken after this); or it is recorded: store the host steps' median."""
         if self.mode == WINDOWS or not self.opts.host_steps:
@@ -320,7 +322,7 @@ class Stepper:
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
         elif phase_of(now, self.schedule) in ("warmup", "active"):
-            issue = self.host_issue_s()
+            issue = self.host_issue_s(entered)
             if issue:
                 import json
                 import statistics
