@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from tiny import Trace
+from tiny import Trace, nested
 
 from traceprobe.graph import HOST_SET_NOTE, whatif
 from traceprobe.graph.build import build
@@ -32,12 +32,7 @@ def _nested(groups: int) -> Trace:
     comes off each gap, and what the gap cannot hold off its call's own 1 µs (never below 0),
     so the step's host span is 249.5 - min(7, 4 NS) - 24 min(10, 3 NS) µs: at NS = 1 µs,
     249.5 - 4 - 72 = 173.5 µs."""
-    t = Trace().step(1, 0, 10 * groups - 0.5)
-    for i in range(groups):
-        b = 10 * i
-        t.op("aten::linear", b + 2, 6.5).op("aten::addmm", b + 4, 4)
-        t.launch("gemm", b + 6, b + 8, 1)
-    return t
+    return nested(groups)
 
 
 def _with_host(t: Trace, host_ms: object, **more: object) -> object:

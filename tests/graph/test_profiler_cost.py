@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny import Trace
+from tiny import Trace, nested
 
 from traceprobe.graph import whatif
 from traceprobe.graph.overhead import MIN_INTERVALS, boundary_intervals, profiler_cost
@@ -26,12 +26,7 @@ def _nested(groups: int) -> Trace:
     Start -> start intervals: step -> linear 2 µs, linear -> addmm 2, addmm -> call 2: all
     2 µs. End -> end: call -> addmm 1 µs, addmm -> linear 0.5, the last linear -> the step's
     end 1: 25 halves and 26 ones for 25 groups, median 1 µs. So 2000 + 1000 = 3000 ns."""
-    t = Trace().step(1, 0, 10 * groups - 0.5)
-    for i in range(groups):
-        b = 10 * i
-        t.op("aten::linear", b + 2, 6.5).op("aten::addmm", b + 4, 4)
-        t.launch("gemm", b + 6, b + 8, 1)
-    return t
+    return nested(groups)
 
 
 def test_boundary_intervals_by_hand() -> None:

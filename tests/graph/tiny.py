@@ -58,3 +58,15 @@ class Trace:
     def timeline(self, props: list[dict[str, Any]] | None = None) -> Timeline:
         top = {"deviceProperties": props} if props else {}
         return from_events(self.events, "tiny.json", **top)
+
+
+def nested(groups: int) -> Trace:
+    """``groups`` times: linear (b+2 .. b+8.5) > addmm (b+4 .. b+8) > cudaLaunchKernel
+    (b+6 .. b+7) and its 1 µs kernel, b = 10 µs x group; one step 0 .. 10 x groups - 0.5
+    (the profiler-cost tests work out its intervals and host span by hand)."""
+    t = Trace().step(1, 0, 10 * groups - 0.5)
+    for i in range(groups):
+        b = 10 * i
+        t.op("aten::linear", b + 2, 6.5).op("aten::addmm", b + 4, 4)
+        t.launch("gemm", b + 6, b + 8, 1)
+    return t
