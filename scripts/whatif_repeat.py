@@ -238,13 +238,13 @@ def profile_section(wt: ModuleType) -> str:
     if not (wt.REPO / PROFILED).is_dir():
         return ""
     rows = profile_rows(wt)
-    out = [PROFILE_HEAD, "| trace | scenario | measured variant | its unprofiled step "
-           "(metadata) | the trace's host issue time | predicted, calibrated | its error "
+    out = [PROFILE_HEAD, "| trace | scenario | measured variant | the trace's host issue "
+           "time | predicted, calibrated | measured: its unprofiled step (metadata) | its error "
            "| predicted, events alone | its error |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m = r["measured"]
         out.append(f"| `{r['slow']}` | {_code(r['scenario'])} "
-                   f"| `{r['fast']}` | {m:.2f} ms | {r['host']:.2f} ms | {r['calibrated']:.2f} ms "
+                   f"| `{r['fast']}` | {r['host']:.2f} ms | {r['calibrated']:.2f} ms | {m:.2f} ms "
                    f"| {_rel(m, r['calibrated']):+.1%} | {r['alone']:.2f} ms "
                    f"| {_rel(m, r['alone']):+.1%} |")
     cal = [abs(_rel(r["measured"], r["calibrated"])) for r in rows]

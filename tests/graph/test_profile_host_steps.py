@@ -65,7 +65,7 @@ def test_each_run_is_profiled_with_host_steps_and_cupti_torn_down() -> None:
 def test_the_table_against_the_runs() -> None:
     rows = _rows()
     assert len(rows) == 5
-    for slow, scen, fast, measured, host, cal, err, alone, err_alone in rows:
+    for slow, scen, fast, host, cal, measured, err, alone, err_alone in rows:
         slow, fast, scen = slow.strip("`"), fast.strip("`"), scen.strip("`")
         m = _meta(fast)["timing"]["unprofiled_step_median_s"] * 1e3
         assert _ms(measured) == pytest.approx(m, abs=0.006)

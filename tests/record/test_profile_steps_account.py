@@ -44,7 +44,8 @@ def test_an_outlier_step_is_flagged_with_the_median_and_left_out_of_the_ratio() 
     med = sorted(r["wall_s"] for r in rows)[2:4]
     assert out[0]["median_s"] == pytest.approx(sum(med) / 2)  # median of all six steps
     assert out[0]["times_median"] == pytest.approx(0.715 / out[0]["median_s"])
-    stepper = SimpleNamespace(started_at=0.0, stopped_at=1.0, transitions_s=lambda: 0.0)
+    stepper = SimpleNamespace(started_at=0.0, stopped_at=1.0, transitions_s=lambda: 0.0,
+                              host_issue_s=lambda: [])
     t = timing(stepper, rows, 0.0, 1.0)  # type: ignore[arg-type]
     # the ratio of medians of the usual steps: recorded 42, 46 -> 44; unprofiled (wait, not
     # #0) 40, 44 -> 42; the 715 ms step would have made it 46 / 42 -> 1.10 with, not 0.05

@@ -1,4 +1,5 @@
-"""The profiler's cost per event calibrated on the host's measured unprofiled time.
+"""The profiler's cost per event removed (:func:`no_profiler`), and calibrated on the host's
+measured unprofiled time (:func:`calibrate`).
 
 A trace cannot say how much faster its host would have run unprofiled: part of the
 profiler's cost lies inside events (and in a slower host overall), where no interval between
@@ -27,7 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceprobe.graph.model import GPU, Graph
+from traceprobe.graph.model import GPU, HOST, NO_SYNC, Graph
+from traceprobe.graph.replay import Plan, replay
+from traceprobe.intervals import sorted_unique
 from traceprobe.timeline import Timeline
 
 MAX_NS = 100_000.0  # 100 µs per event: beyond any profiler's cost
@@ -107,9 +110,6 @@ def _search(g: Graph, host_ms: float) -> Calibration:
 def host_span_ns(g: Graph, ns: float) -> float:
     """The median step's replayed host span under ``no-profiler:ns`` with every GPU op's
     duration 0 (the whole trace's host span when it has no steps)."""
-    from traceprobe.graph.replay import Plan, replay
-    from traceprobe.graph.scenarios import no_profiler
-
     p = Plan.of(g)
     no_profiler(g, p, ns)
     p.dur[g.ntype == GPU] = 0
@@ -119,3 +119,40 @@ def host_span_ns(g: Graph, ns: float) -> float:
                                        for _, s, e in g.steps))
     host = np.flatnonzero(g.ntype != GPU)
     return float(rp.end[host].max() - rp.start[host].min()) if len(host) else 0.0
+
+
+def no_profiler(g: Graph, p: Plan, ns: float) -> None:
+    """``no-profiler:ns`` on ``p``: each recorded CPU event costs ``ns``, charged to the gap
+    between host calls in which it starts (what the gap cannot hold comes off the call's own
+    time, never below 0), and to the delay of a hand-off between threads for the events
+    either thread recorded meanwhile (traceprobe/graph/scenarios.py's docstring)."""
+    host = np.flatnonzero(g.ntype != GPU)
+    counted = 0
+    for ln, starts in g.event_starts.items():
+        on = host[g.lane[host] == ln]
+        if not len(on) or not len(starts):
+            continue
+        # the events that start in the gap, the call's own included (it starts at its end)
+        k = np.searchsorted(starts, g.start[on], side="right") - np.searchsorted(
+            starts, g.start[on] - g.gap[on], side="left")
+        counted += int(k.sum())
+        cost = np.round(k * ns).astype(np.int64)
+        left = np.maximum(cost - p.gap[on], 0)  # what the gap could not hold: the call's own
+        p.gap[on] = np.maximum(p.gap[on] - cost, 0)
+        call = (g.ntype[on] == HOST) & (g.sync[on] == NO_SYNC)
+        p.dur[on[call]] = np.maximum(p.dur[on[call]] - left[call], 0)
+    if len(p.hand):  # a hand-off's delay: the events either thread recorded meanwhile
+        succ, pred = p.hand[:, 0], p.hand[:, 1]
+        a, b = g.end[pred], g.start[succ]
+        k = np.zeros(len(p.hand), np.int64)
+        for side in (succ, pred):
+            for ln in sorted_unique(g.lane[side]).tolist():
+                if int(ln) not in g.event_starts:
+                    continue
+                starts = g.event_starts[int(ln)]
+                m = g.lane[side] == ln
+                k[m] = np.maximum(k[m], np.searchsorted(starts, b[m]) - np.searchsorted(starts,
+                                                                                         a[m]))
+        counted += int(k.sum())
+        p.hand[:, 2] = np.maximum(p.hand[:, 2] - np.round(k * ns).astype(np.int64), 0)
+    p.notes.append(f"no-profiler: {counted} recorded CPU events at {ns:g} ns each")

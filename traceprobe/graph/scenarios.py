@@ -94,9 +94,9 @@ import numpy as np
 import pandas as pd
 
 from traceprobe.errors import UsageError
+from traceprobe.graph.calibrate import calibrate, measured_host_ms, no_profiler
 from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
 from traceprobe.graph.replay import Plan
-from traceprobe.intervals import sorted_unique
 from traceprobe.timeline import Timeline
 
 MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well inside int64 ns
@@ -146,7 +146,6 @@ def parse(text: str, tl: Timeline | None = None) -> Scenario:
         return Scenario(t, simple[t])
     if t == PROFILER:
         def estimated(g: Graph, p: Plan) -> None:
-            from traceprobe.graph.calibrate import calibrate, measured_host_ms
             from traceprobe.graph.overhead import profiler_cost
 
             if tl is None:
@@ -491,39 +490,6 @@ def cuda_graph(g: Graph, p: Plan) -> None:
     p.d_res[ops] = np.minimum(p.d_res[ops], GRAPH_GAP_NS)
     p.notes.append(f"cuda-graph: {len(calls)} host calls ({durs.sum() / 1e6:.3g} ms) "
                    f"replaced by one launch of {one / 1e3:.3g} µs per step")
-
-
-def no_profiler(g: Graph, p: Plan, ns: float) -> None:
-    host = np.flatnonzero(g.ntype != GPU)
-    counted = 0
-    for ln, starts in g.event_starts.items():
-        on = host[g.lane[host] == ln]
-        if not len(on) or not len(starts):
-            continue
-        # the events that start in the gap, the call's own included (it starts at its end)
-        k = np.searchsorted(starts, g.start[on], side="right") - np.searchsorted(
-            starts, g.start[on] - g.gap[on], side="left")
-        counted += int(k.sum())
-        cost = np.round(k * ns).astype(np.int64)
-        left = np.maximum(cost - p.gap[on], 0)  # what the gap could not hold: the call's own
-        p.gap[on] = np.maximum(p.gap[on] - cost, 0)
-        call = (g.ntype[on] == HOST) & (g.sync[on] == NO_SYNC)
-        p.dur[on[call]] = np.maximum(p.dur[on[call]] - left[call], 0)
-    if len(p.hand):  # a hand-off's delay: the events either thread recorded meanwhile
-        succ, pred = p.hand[:, 0], p.hand[:, 1]
-        a, b = g.end[pred], g.start[succ]
-        k = np.zeros(len(p.hand), np.int64)
-        for side in (succ, pred):
-            for ln in sorted_unique(g.lane[side]).tolist():
-                if int(ln) not in g.event_starts:
-                    continue
-                starts = g.event_starts[int(ln)]
-                m = g.lane[side] == ln
-                k[m] = np.maximum(k[m], np.searchsorted(starts, b[m]) - np.searchsorted(starts,
-                                                                                         a[m]))
-        counted += int(k.sum())
-        p.hand[:, 2] = np.maximum(p.hand[:, 2] - np.round(k * ns).astype(np.int64), 0)
-    p.notes.append(f"no-profiler: {counted} recorded CPU events at {ns:g} ns each")
 
 
 CONV_WARNING = (
