@@ -690,10 +690,13 @@ TAIL = """
   copy right after its producer's launch, as the side-stream pattern does); no scenario moves
   other host code.
 * The profiler's own host cost (`record_shapes` roughly doubles a host-bound loop's time per
-  op) is removed by default (`no-profiler`, estimated from the trace); the estimate sees the
-  bookkeeping between events, not what the profiler adds inside them (CUPTI's work inside
-  each runtime call), so on a loop the host bounds some of it stays (the null table above).
-  `--keep-profiler` keeps it all, for a comparison with another profiled trace.
+  op) is removed by default (`no-profiler`): calibrated on the loop's measured unprofiled host
+  time where the trace carries it (`traceprobe profile --host-steps N`), else estimated from
+  the trace, which sees the bookkeeping between events, not what the profiler adds inside
+  them, so on a loop the host bounds some of it stays (the null table above). The
+  calibration inherits the measurement's noise: one step timed from an idle GPU stood for the
+  running loop's host within about 20% on the loops here. `--keep-profiler` keeps it all, for
+  a comparison with another profiled trace.
 * Hand-offs are inferred between threads that launch GPU work; a thread that launches nothing
   (the DataLoader's pin-memory thread, c10d's watchdog) takes no part, so the main thread's
   wait for a batch is the DataLoader's time on the main thread.

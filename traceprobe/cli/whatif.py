@@ -36,7 +36,7 @@ WINDOW_HELP = ("'steps': a prediction per ProfilerStep (the whole trace when it 
                    "precision:bf16, roof:REGEX=S.")
 @click.option("--keep-profiler", is_flag=True,
               help="Keep the profiler's own host cost in the prediction (by default the "
-                   "no-profiler scenario, estimated from the trace, is applied to both the "
+                   "no-profiler scenario, calibrated or estimated, is applied to both the "
                    "measured and the predicted step: both as if run unprofiled).")
 @click.option("--step", default="all", show_default=True, metavar="N|all",
               help="ProfilerStep N, or every step (the whole trace when it has none).")
@@ -50,11 +50,11 @@ def whatif(trace: str, scenarios: tuple[str, ...], keep_profiler: bool, step: st
     """Predict each step's time if the trace's program changed: replay its dependency
     graph with the measured durations, under the scenarios given.
 
-    The prediction is for the loop run without the profiler: the scenario no-profiler
-    removes the profiler's own host cost per recorded CPU event, estimated from the trace
-    (the notes say how much), from both sides, the measured step and the changed one, so the
-    speedup is the change's alone; --keep-profiler keeps it (to compare with another
-    profiled trace), as does giving no-profiler or no-profiler:NS yourself (the change).
+    The prediction is for the loop run without the profiler: no-profiler removes the
+    profiler's host cost per CPU event (calibrated on the loop's measured host time if the
+    trace has it, else estimated; the notes say how much) from both the measured step and the
+    changed one, so the speedup is the change's alone; --keep-profiler keeps it (to compare
+    with another profiled trace), as does giving no-profiler[:NS] yourself.
     With no --scenario and --keep-profiler it replays the trace unchanged (which
     reproduces it) and shows the critical path. The JSON is schema traceprobe.whatif/1
     (docs/WHATIF.md).
