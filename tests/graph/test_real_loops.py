@@ -232,9 +232,9 @@ def test_the_loader_stages_the_workers_do_not_divide() -> None:
     assert m, "the DataLoader note is missing"
     assert float(m.group(1)) == pytest.approx(statistics.median(waits), abs=0.006)
     assert float(m.group(2)) == pytest.approx(statistics.median(n8), abs=0.0006)
-    # both far below what the mnist row misses by (predicted vs measured)
+    # both small against the step they would bound: the fast variant's, measured
     row = next(c for c in _rows() if c[0] == "`mnist-workers1`")
-    assert float(m.group(1)) < 0.2 * (_ms(row[6]) - _ms(row[5]))
+    assert max(float(m.group(1)), float(m.group(2))) < 0.1 * _ms(row[6])
 
 
 def test_the_resnet_notes_count_the_launches_from_the_traces() -> None:

@@ -150,3 +150,25 @@ def test_dataloader_workers_follow_the_documented_rule():
                        ("dataloader", 40), ("dataloader:workers=4/2", 50)):
         (w,) = whatif(tl, [scen]).windows
         assert w.predicted_period_us == pytest.approx(want, abs=0.01), scen
+
+
+def test_dataloader_workers_compose_with_the_scenarios_before_them():
+    """GIVEN the step above (a 60 µs multi-process DataLoader wait, then 40 µs around a
+    launch) under no-profiler:2000 first: 4 events start in the gap before the launch call
+    (the step, __next__, add and the call), so 8 µs come off it and the step's host span is
+    T = 92 µs, its DataLoader wait still D = 60, the rest C = 32. THEN workers=N gives
+    max(C, W x T / N) on those: N = 2 -> 46 µs, N = 4 -> 32 µs (before, the measured T = 100
+    and C = 40 set the kept wait, and the step came out 42 µs, under both)."""
+    from tiny import Trace
+
+    from traceprobe.graph import whatif
+
+    t = Trace().step(1, 0, 100)
+    t.op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 0, 60)
+    t.op("aten::add", 60, 40).launch("k", 70, 75, 2)
+    tl = t.timeline()
+    (alone,) = whatif(tl, ["no-profiler:2000"]).windows
+    assert alone.predicted_period_us == pytest.approx(92, abs=0.01)
+    for n, want in ((2, 46), (4, 32)):
+        (w,) = whatif(tl, ["no-profiler:2000", f"dataloader:workers={n}"]).windows
+        assert w.predicted_period_us == pytest.approx(want, abs=0.01), n

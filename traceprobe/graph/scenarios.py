@@ -36,8 +36,10 @@ the order given.
     The DataLoader's time on the host threads (the host account's ``dataloader`` class, in
     the gaps between calls) is removed: as if the next batch were always ready.
 ``dataloader:workers=N``
-    The DataLoader's fetch shared by N worker processes. Per step with measured period T,
-    DataLoader wait D and the rest C = T - D: one batch takes a worker F = W x T when the
+    The DataLoader's fetch shared by N worker processes. Per step with host span T,
+    DataLoader wait D and the rest C = T - D, each as the scenarios before it left them (a
+    replay of their plan; with the default no-profiler first, as if run unprofiled; alone,
+    as measured): one batch takes a worker F = W x T when the
     loop waits for data (W workers, all busy: each delivers a batch every W steps; the trace
     does not record ``num_workers``, so W is 1 for a multi-process DataLoader, the default,
     and ``workers=N/W`` says it) or F = D for a single-process one (W = 0: the main thread
@@ -96,7 +98,7 @@ import pandas as pd
 from traceprobe.errors import UsageError
 from traceprobe.graph.calibrate import calibrate, measured_host_ms, no_profiler
 from traceprobe.graph.model import COPY, GPU, HOST, KERNEL, MARK, MEMSET, NO_SYNC, Graph
-from traceprobe.graph.replay import Plan
+from traceprobe.graph.replay import Plan, replay
 from traceprobe.timeline import Timeline
 
 MIN_FACTOR, MAX_FACTOR = 1e-3, 1e9  # kernels:REGEX=F: durations stay well inside int64 ns
@@ -440,7 +442,10 @@ def _step_of(g: Graph) -> np.ndarray:
 
 
 def dataloader(g: Graph, p: Plan, n: int | None, w: int | None) -> None:
-    dl = _loader_in_gaps(g)
+    """The DataLoader scenarios on the plan as the scenarios before left it (with the default
+    no-profiler first: the loop as if unprofiled): its loader time still in each gap, and each
+    step's host span and other work C from a replay of that plan."""
+    dl = np.minimum(_loader_in_gaps(g), np.maximum(p.gap, 0))
     if not dl.any():
         p.notes.append("dataloader: no DataLoader time between the host's calls")
         return
@@ -448,6 +453,7 @@ def dataloader(g: Graph, p: Plan, n: int | None, w: int | None) -> None:
         p.gap -= dl
         p.notes.append(f"dataloader: {dl.sum() / 1e6:.3g} ms of DataLoader time removed")
         return
+    rp = replay(g, p)
     step = _step_of(g)
     multi = any("MultiProcessing" in str(v) for ln, a in g.accounts.items() if ln >= 0
                 for v in set(a.name[a.cls == "dataloader"].tolist()))  # threads' accounts
@@ -457,7 +463,7 @@ def dataloader(g: Graph, p: Plan, n: int | None, w: int | None) -> None:
         d = int(dl[mine].sum())
         if not d:
             continue
-        t = int(g.start[e] - g.start[s])
+        t = int(rp.start[e] - rp.start[s])
         fetch = workers * t if workers else d
         keep = max(0, fetch / n - (t - d))
         p.gap[mine] -= np.round(dl[mine] * (1 - keep / d)).astype(np.int64)
@@ -470,7 +476,7 @@ def cuda_graph(g: Graph, p: Plan) -> None:
     if not inside.any():
         p.notes.append("cuda-graph: the trace has no ProfilerStep to capture")
         return
-    dl = _loader_in_gaps(g)
+    dl = np.minimum(_loader_in_gaps(g), np.maximum(p.gap, 0))
     p.gap[inside] = dl[inside]
     calls = np.flatnonzero(inside & (g.ntype == HOST) & (g.sync == NO_SYNC))
     durs = g.end[calls] - g.start[calls]
