@@ -537,3 +537,14 @@ def test_the_host_steps_median_counts_the_last_one_when_recording_starts_right_a
     st.boundaries = [(0.0, 1.0), (2.0, 2.5), (3.5, 4.0), (6.0, 6.5)]  # host steps 1, 2 done
     assert st.host_issue_s() == [1.0, 2.0]
     assert st.host_issue_s(now=10.0) == [1.0, 2.0, 3.5]  # the third ends at this boundary
+
+
+def test_the_cupti_teardown_figures_quoted_are_the_measured_ones():
+    """docs/PROFILE.md's 18.0 against 10.8 ms a step: the steps after the profiler's cycle of
+    the two bf16 runs whose metadata is kept (CUPTI left subscribed, then torn down)."""
+    folder = ROOT / "sample_traces" / "h200" / "profile-host-steps" / "cupti-teardown"
+    got = {k: meta.read(folder / k / meta.FILENAME)["timing"] for k in ("without", "with")}
+    assert all(t["unprofiled_from"] == "done" for t in got.values())
+    left, torn = (round(got[k]["unprofiled_step_median_s"] * 1e3, 1) for k in ("without", "with"))
+    assert f"ran {left} ms a step after the profiler against {torn} ms with the" in " ".join(
+        (ROOT / "docs" / "PROFILE.md").read_text().split())
